@@ -1,0 +1,41 @@
+# The two commands a newcomer runs: `make demo` and `make test`.
+# Both create .venv and install pinned versions (constraints.txt) on first use.
+VENV    := .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed-stamp
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: install demo test lint typecheck pytest bench constraints clean
+
+$(STAMP): pyproject.toml constraints.txt
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(PY) -m cli.demo
+
+test: install lint typecheck pytest
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+pytest: install
+	$(VENV)/bin/pytest -q
+
+bench: install
+	$(PY) bench/cli_latency.py
+
+# Re-pin after changing dependencies in pyproject.toml.
+constraints: install
+	$(PY) -m pip freeze --exclude-editable --exclude canopy > constraints.txt
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .demo

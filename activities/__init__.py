@@ -1,0 +1,1 @@
+"""Temporal activities: every side effect Canopy performs (agents, git, hooks, store writes)."""

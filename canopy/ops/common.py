@@ -1,0 +1,29 @@
+"""Helpers shared by the operations modules."""
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from canopy.errors import Refused
+from canopy.store.queries import Row, Rows
+
+
+def rows_of(session: Session) -> Rows:
+    """Run the shared SQL of :mod:`canopy.store.queries` inside ``session``."""
+
+    def run(sql: str, params: Mapping[str, Any]) -> list[Row]:
+        return [dict(row._mapping) for row in session.execute(text(sql), params)]
+
+    return run
+
+
+def one_line(value: str, what: str) -> str:
+    """``value`` stripped, refusing an empty or multi-line value for field ``what``."""
+    cleaned = value.strip()
+    if not cleaned:
+        raise Refused(f"{what} must not be empty")
+    if "\n" in cleaned or "\r" in cleaned:
+        raise Refused(f"{what} must be a single line")
+    return cleaned

@@ -1,0 +1,201 @@
+"""The spec backlog: list, get, create, update, delete, set_status, section."""
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from canopy import specformat
+from canopy.errors import Refused
+from canopy.ids import new_id
+from canopy.ops.common import one_line, rows_of
+from canopy.ops.queues import remove_member_row
+from canopy.statuses import ACTIVE_RUN_STATUSES, SET_STATUS_ACTIONS, check_spec_status
+from canopy.store import queries
+from canopy.store.engine import Store
+from canopy.store.models import Graph, GraphSpec, Queue, QueueMember, Run, Spec
+from canopy.timefmt import to_iso, utcnow
+from canopy.workdirs import normalize_workdir
+
+
+def spec_list(
+    store: Store, workdir: str | None = None, status: str | None = None
+) -> list[dict[str, Any]]:
+    """Specs in creation order, filtered by workdir tag and/or status."""
+    wanted_workdir = normalize_workdir(workdir) if workdir is not None else None
+    wanted_status = check_spec_status(status) if status is not None else None
+    with store.transaction() as session:
+        return queries.list_specs(rows_of(session), wanted_workdir, wanted_status)
+
+
+def spec_get(store: Store, spec: str) -> dict[str, Any]:
+    """One spec with its full body, parsed sections and where it is used."""
+    with store.transaction() as session:
+        return _spec_json(session, _load(session, spec))
+
+
+def spec_create(store: Store, name: str, body: str, workdir: str | None = None) -> dict[str, Any]:
+    """A new standalone, pending spec; the body must be in the tagged format."""
+    clean_name = one_line(name, "spec name")
+    specformat.validate_for_write(body)
+    tag = normalize_workdir(workdir) if workdir is not None else None
+    now = utcnow()
+    with store.transaction() as session:
+        spec = Spec(
+            id=new_id("spec"),
+            name=clean_name,
+            body=body,
+            workdir=tag,
+            status="pending",
+            created_at=now,
+            updated_at=now,
+        )
+        session.add(spec)
+        session.flush()
+        return _spec_json(session, spec)
+
+
+def spec_update(
+    store: Store,
+    spec: str,
+    name: str | None = None,
+    body: str | None = None,
+    workdir: str | None = None,
+    clear_workdir: bool = False,
+) -> dict[str, Any]:
+    """Replace a spec's name, body and/or workdir tag; fields not given are kept."""
+    if name is None and body is None and workdir is None and not clear_workdir:
+        raise Refused("spec update needs at least one of name, body, workdir or clear_workdir")
+    if workdir is not None and clear_workdir:
+        raise Refused("spec update takes either workdir or clear_workdir, not both")
+    clean_name = one_line(name, "spec name") if name is not None else None
+    if body is not None:
+        specformat.validate_for_write(body)
+    tag = normalize_workdir(workdir) if workdir is not None else None
+    with store.transaction() as session:
+        row = _load(session, spec)
+        if clean_name is not None:
+            row.name = clean_name
+        if body is not None:
+            row.body = body
+        if tag is not None or clear_workdir:
+            row.workdir = tag
+        row.updated_at = utcnow()
+        session.flush()
+        return _spec_json(session, row)
+
+
+def spec_delete(store: Store, spec: str) -> dict[str, Any]:
+    """Delete an unbound spec, taking it out of every queue it was in.
+
+    Refused for a spec bound to a graph and for one an active run is draining.
+    """
+    with store.transaction() as session:
+        row = _load(session, spec)
+        _refuse_if_bound(session, row, "delete")
+        active = _active_runs_draining(session, row.id)
+        if active:
+            raise Refused(
+                f"spec {row.id} cannot be deleted: active run {', '.join(active)} is draining "
+                "a queue it belongs to"
+            )
+        queue_ids = _queue_ids_of(session, row.id)
+        for queue_id in queue_ids:
+            remove_member_row(session, queue_id, row.id)
+        session.delete(row)
+        return {"id": row.id, "deleted": True, "removed_from_queues": queue_ids}
+
+
+def spec_set_status(store: Store, spec: str, action: str) -> dict[str, Any]:
+    """Admin transition of a standalone spec: complete, skip or reopen."""
+    if action not in SET_STATUS_ACTIONS:
+        raise Refused(
+            f"unknown set_status action {action!r}; one of {', '.join(SET_STATUS_ACTIONS)}"
+        )
+    with store.transaction() as session:
+        row = _load(session, spec)
+        _refuse_if_bound(session, row, action)
+        if row.status == "in_progress":
+            raise Refused(f"spec {row.id} is in_progress in a run; stop or reset the run first")
+        row.status = SET_STATUS_ACTIONS[action]
+        row.updated_at = utcnow()
+        session.flush()
+        return _spec_json(session, row)
+
+
+def spec_section(store: Store, spec: str, section: str) -> dict[str, Any]:
+    """One canonical section of a spec body, as markdown."""
+    with store.transaction() as session:
+        row = _load(session, spec)
+        return {"id": row.id, "section": section, "markdown": specformat.section(row.body, section)}
+
+
+def _load(session: Session, spec: str) -> Spec:
+    spec_id = queries.resolve_id(rows_of(session), "spec", spec)
+    row = session.get(Spec, spec_id)
+    if row is None:
+        raise Refused(f"no spec matches {spec!r}")
+    return row
+
+
+def _bound_graphs(session: Session, spec_id: str) -> list[str]:
+    return list(
+        session.scalars(
+            select(Graph.id)
+            .join(GraphSpec, GraphSpec.graph_id == Graph.id)
+            .where(GraphSpec.spec_id == spec_id)
+        )
+    )
+
+
+def _refuse_if_bound(session: Session, spec: Spec, verb: str) -> None:
+    graphs = _bound_graphs(session, spec.id)
+    if graphs:
+        raise Refused(
+            f"spec {spec.id} is bound to graph {', '.join(graphs)}; "
+            f"{verb} applies to standalone specs only"
+        )
+
+
+def _queue_ids_of(session: Session, spec_id: str) -> list[str]:
+    return list(
+        session.scalars(
+            select(QueueMember.queue_id)
+            .where(QueueMember.spec_id == spec_id)
+            .order_by(QueueMember.queue_id)
+        )
+    )
+
+
+def _active_runs_draining(session: Session, spec_id: str) -> list[str]:
+    return list(
+        session.scalars(
+            select(Run.id)
+            .join(QueueMember, QueueMember.queue_id == Run.queue_id)
+            .where(QueueMember.spec_id == spec_id, Run.status.in_(ACTIVE_RUN_STATUSES))
+        )
+    )
+
+
+def _spec_json(session: Session, spec: Spec) -> dict[str, Any]:
+    parsed = specformat.read_body(spec.body)
+    memberships = session.execute(
+        select(Queue.id, Queue.name)
+        .join(QueueMember, QueueMember.queue_id == Queue.id)
+        .where(QueueMember.spec_id == spec.id)
+        .order_by(Queue.id)
+    ).all()
+    return {
+        "id": spec.id,
+        "name": spec.name,
+        "status": spec.status,
+        "workdir": spec.workdir,
+        "summary": specformat.summary_line(spec.body),
+        "needs_conversion": parsed.needs_conversion,
+        "sections": parsed.sections,
+        "body": spec.body,
+        "graphs": _bound_graphs(session, spec.id),
+        "queues": [{"id": queue_id, "name": name} for queue_id, name in memberships],
+        "created_at": to_iso(spec.created_at),
+        "updated_at": to_iso(spec.updated_at),
+    }

@@ -1,0 +1,149 @@
+"""SQLAlchemy 2 models: the schema of record.
+
+The tables change only through alembic migrations (``canopy/store/migrations``); a test
+checks that the migrated schema matches these models. Execution state lives in Temporal;
+these tables hold definitions and the readable record of what ran.
+"""
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    """Declarative base shared by every Canopy table."""
+
+
+class Spec(Base):
+    """A unit of work for an agent; standalone unless bound to a graph."""
+
+    __tablename__ = "specs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(400))
+    body: Mapped[str] = mapped_column(Text)
+    workdir: Mapped[str | None] = mapped_column(String(4096), nullable=True)
+    status: Mapped[str] = mapped_column(String(32), default="pending")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (
+        Index("ix_specs_workdir_status", "workdir", "status"),
+        Index("ix_specs_status", "status"),
+        Index("ix_specs_created_at", "created_at"),
+    )
+
+
+class Queue(Base):
+    """An ordered list of existing specs, decoupled from any one graph."""
+
+    __tablename__ = "queues"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(400))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class QueueMember(Base):
+    """One spec's place in one queue; ``position`` is dense and 0-based."""
+
+    __tablename__ = "queue_members"
+
+    queue_id: Mapped[str] = mapped_column(
+        ForeignKey("queues.id", ondelete="CASCADE"), primary_key=True
+    )
+    spec_id: Mapped[str] = mapped_column(
+        ForeignKey("specs.id", ondelete="CASCADE"), primary_key=True
+    )
+    position: Mapped[int] = mapped_column(Integer)
+    group: Mapped[str | None] = mapped_column("group_name", String(200), nullable=True)
+
+    __table_args__ = (
+        Index("ix_queue_members_queue_position", "queue_id", "position"),
+        Index("ix_queue_members_spec", "spec_id"),
+    )
+
+
+class Graph(Base):
+    """A named pipeline of nodes; its definition fields are JSON documents."""
+
+    __tablename__ = "graphs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(400))
+    workdir: Mapped[str | None] = mapped_column(String(4096), nullable=True)
+    allow_dirty_start: Mapped[bool] = mapped_column(Boolean, default=False)
+    nodes: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    ensembles: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    hooks: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(32), default="idle")
+    blocker: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("ix_graphs_status", "status"),)
+
+
+class GraphSpec(Base):
+    """A spec bound to a graph, in the graph's order."""
+
+    __tablename__ = "graph_specs"
+
+    graph_id: Mapped[str] = mapped_column(
+        ForeignKey("graphs.id", ondelete="CASCADE"), primary_key=True
+    )
+    spec_id: Mapped[str] = mapped_column(ForeignKey("specs.id"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer)
+
+    __table_args__ = (Index("ix_graph_specs_spec", "spec_id"),)
+
+
+class Run(Base):
+    """One execution of a graph over its bound specs or a queue: one Temporal workflow."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    graph_id: Mapped[str] = mapped_column(ForeignKey("graphs.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    queue_id: Mapped[str | None] = mapped_column(
+        ForeignKey("queues.id", ondelete="SET NULL"), nullable=True
+    )
+    workdir: Mapped[str] = mapped_column(String(4096))
+    workflow_id: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(32))
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    __table_args__ = (
+        Index("ix_runs_graph_number", "graph_id", "number", unique=True),
+        Index("ix_runs_status", "status"),
+        Index("ix_runs_queue", "queue_id"),
+    )
+
+
+class NodeRun(Base):
+    """One launch of one node for one spec inside a run."""
+
+    __tablename__ = "node_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    spec_id: Mapped[str] = mapped_column(String(64))
+    node: Mapped[str] = mapped_column(String(200))
+    visit: Mapped[int] = mapped_column(Integer, default=1)
+    platform: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    status: Mapped[str] = mapped_column(String(32))
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    log_path: Mapped[str | None] = mapped_column(String(4096), nullable=True)
+    harness_session_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    __table_args__ = (
+        Index("ix_node_runs_run", "run_id", "id"),
+        Index("ix_node_runs_spec", "spec_id"),
+    )

@@ -1,0 +1,132 @@
+"""Read queries shared by every caller, written once as portable SQL.
+
+They run through SQLAlchemy (``text()``) inside operations and through the stdlib
+``sqlite3`` module in the CLI's fast lane, so the hot listings start in a few
+milliseconds without importing SQLAlchemy. Both drivers accept ``:name`` parameters.
+Only stdlib imports here.
+"""
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from canopy.errors import Refused
+from canopy.timefmt import to_iso
+
+Row = dict[str, Any]
+Rows = Callable[[str, Mapping[str, Any]], list[Row]]
+"""Runs one SQL statement with named parameters and returns its rows as dicts."""
+
+_TABLE_OF_KIND = {"spec": "specs", "queue": "queues", "graph": "graphs", "run": "runs"}
+_ID_PREFIX = re.compile(r"[a-z0-9-]+")
+_MAX_CANDIDATES_SHOWN = 10
+
+
+def normalized_prefix(kind: str, prefix: str) -> str:
+    """``prefix`` lower-cased, with ``kind-`` added when the user left it out.
+
+    ``4k2m`` means ``spec-4k2m`` for a spec; ``sp`` stays ``sp``. A prefix that cannot
+    be part of an id is refused as matching nothing.
+    """
+    wanted = prefix.strip().lower()
+    if not wanted or not _ID_PREFIX.fullmatch(wanted):
+        raise Refused(f"no {kind} matches {prefix!r}")
+    if not wanted.startswith(f"{kind}-") and not f"{kind}-".startswith(wanted):
+        wanted = f"{kind}-{wanted}"
+    return wanted
+
+
+def resolve_id(rows: Rows, kind: str, prefix: str) -> str:
+    """The one id of ``kind`` that starts with ``prefix``; refuses none or several."""
+    wanted = normalized_prefix(kind, prefix)
+    table = _TABLE_OF_KIND[kind]
+    found = rows(
+        f"SELECT id FROM {table} WHERE id LIKE :pattern ORDER BY id LIMIT :limit",
+        {"pattern": wanted + "%", "limit": _MAX_CANDIDATES_SHOWN + 1},
+    )
+    ids = [str(row["id"]) for row in found]
+    if len(ids) == 1 or wanted in ids:
+        return wanted if wanted in ids else ids[0]
+    if not ids:
+        raise Refused(f"no {kind} matches {prefix!r}")
+    shown = ", ".join(ids[:_MAX_CANDIDATES_SHOWN])
+    more = " and more" if len(ids) > _MAX_CANDIDATES_SHOWN else ""
+    raise Refused(f"ambiguous {kind} id {prefix!r}: matches {shown}{more}")
+
+
+def spec_row_json(row: Row) -> Row:
+    """The JSON shape of a spec in listings."""
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "status": row["status"],
+        "workdir": row["workdir"],
+        "created_at": to_iso(row["created_at"]),
+        "updated_at": to_iso(row["updated_at"]),
+    }
+
+
+def list_specs(rows: Rows, workdir: str | None = None, status: str | None = None) -> list[Row]:
+    """Specs in creation order, optionally only one workdir tag and/or one status."""
+    clauses = []
+    params: dict[str, Any] = {}
+    if workdir is not None:
+        clauses.append("workdir = :workdir")
+        params["workdir"] = workdir
+    if status is not None:
+        clauses.append("status = :status")
+        params["status"] = status
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    sql = (
+        "SELECT id, name, status, workdir, created_at, updated_at FROM specs"
+        f"{where} ORDER BY created_at, id"
+    )
+    return [spec_row_json(row) for row in rows(sql, params)]
+
+
+def list_queues(rows: Rows) -> list[Row]:
+    """Every queue with its member and pending-member counts, oldest first."""
+    sql = (
+        "SELECT q.id, q.name, q.created_at, COUNT(m.spec_id) AS members,"
+        " COALESCE(SUM(CASE WHEN s.status = 'pending' THEN 1 ELSE 0 END), 0) AS pending"
+        " FROM queues q"
+        " LEFT JOIN queue_members m ON m.queue_id = q.id"
+        " LEFT JOIN specs s ON s.id = m.spec_id"
+        " GROUP BY q.id, q.name, q.created_at ORDER BY q.created_at, q.id"
+    )
+    return [
+        {
+            "id": row["id"],
+            "name": row["name"],
+            "members": int(row["members"]),
+            "pending": int(row["pending"]),
+            "created_at": to_iso(row["created_at"]),
+        }
+        for row in rows(sql, {})
+    ]
+
+
+def queue_members(rows: Rows, queue_id: str) -> list[Row]:
+    """One queue's members in order: 1-based position, spec, group and spec status."""
+    sql = (
+        "SELECT m.position, m.spec_id, s.name, m.group_name, s.status"
+        " FROM queue_members m JOIN specs s ON s.id = m.spec_id"
+        " WHERE m.queue_id = :queue_id ORDER BY m.position"
+    )
+    return [
+        {
+            "position": int(row["position"]) + 1,
+            "spec_id": row["spec_id"],
+            "name": row["name"],
+            "group": row["group_name"],
+            "status": row["status"],
+        }
+        for row in rows(sql, {"queue_id": queue_id})
+    ]
+
+
+def queue_listing(rows: Rows, queue_prefix: str) -> Row:
+    """``queue list Q``: the queue's id and name with its members in order."""
+    queue_id = resolve_id(rows, "queue", queue_prefix)
+    (queue,) = rows("SELECT id, name FROM queues WHERE id = :id", {"id": queue_id})
+    return {"id": queue["id"], "name": queue["name"], "members": queue_members(rows, queue_id)}

@@ -1,0 +1,71 @@
+"""Where Temporal is and how Canopy talks to it: address, namespace, task queues, client.
+
+Settings are read on every call (not at import) so tests and the daemon see the current
+environment. temporalio is imported only inside :func:`connect`: store-only CLI commands
+import this module for its constants and must not pay for (or depend on) the SDK.
+"""
+
+import os
+import socket
+from typing import TYPE_CHECKING
+
+from canopy.errors import Refused
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+DEFAULT_ADDRESS = "127.0.0.1:7233"
+DEFAULT_NAMESPACE = "default"
+
+MAIN_TASK_QUEUE = "canopy"
+"""Shared queue: workflows plus store and hook bookkeeping activities (any worker may serve)."""
+
+AGENTS_TASK_QUEUE_PREFIX = "canopy-agents@"
+"""Per-host queue prefix: agent, command and git activities must run where the workdir is."""
+
+SEARCH_ATTRIBUTE_GRAPH_ID = "CanopyGraphId"
+SEARCH_ATTRIBUTE_GRAPH_NAME = "CanopyGraphName"
+SEARCH_ATTRIBUTE_QUEUE_ID = "CanopyQueueId"
+SEARCH_ATTRIBUTES: dict[str, str] = {
+    SEARCH_ATTRIBUTE_GRAPH_ID: "Keyword",
+    SEARCH_ATTRIBUTE_GRAPH_NAME: "Keyword",
+    SEARCH_ATTRIBUTE_QUEUE_ID: "Keyword",
+}
+"""Custom search attributes (name to Temporal type) the embedded server registers at start."""
+
+
+def agents_task_queue(host: str | None = None) -> str:
+    """The agents task queue of ``host`` (default: this machine)."""
+    return AGENTS_TASK_QUEUE_PREFIX + (host or socket.gethostname())
+
+
+def address() -> str:
+    """``TEMPORAL_ADDRESS``, else the running embedded server's address, else the default."""
+    configured = os.environ.get("TEMPORAL_ADDRESS")
+    if configured:
+        return configured
+    from canopy.devserver import recorded_address
+
+    return recorded_address() or DEFAULT_ADDRESS
+
+
+def namespace() -> str:
+    """``TEMPORAL_NAMESPACE``, else ``default``."""
+    return os.environ.get("TEMPORAL_NAMESPACE") or DEFAULT_NAMESPACE
+
+
+async def connect() -> "Client":
+    """A client using the pydantic data converter (DESIGN §2), or a clear refusal."""
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    target, space = address(), namespace()
+    try:
+        return await Client.connect(
+            target, namespace=space, data_converter=pydantic_data_converter
+        )
+    except RuntimeError as error:
+        raise Refused(
+            f"cannot reach Temporal at {target} (namespace {space}): start it with "
+            f"`canopy server start` or `canopy up`, or set TEMPORAL_ADDRESS ({error})"
+        ) from error

@@ -1,0 +1,22 @@
+"""Timestamps: stored as UTC, shown as ISO 8601 with a ``Z``.
+
+SQLite hands back naive strings, Postgres aware datetimes; :func:`to_iso` gives both the
+same shape so JSON output does not depend on the backend.
+"""
+
+from datetime import UTC, datetime
+
+
+def utcnow() -> datetime:
+    """The current time in UTC (never used inside workflows)."""
+    return datetime.now(UTC)
+
+
+def to_iso(value: datetime | str | None) -> str | None:
+    """``2026-12-03T07:55:00.123456Z`` for a stored timestamp, ``None`` for none."""
+    if value is None:
+        return None
+    parsed = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    return parsed.isoformat(timespec="microseconds") + "Z"

@@ -1,0 +1,16 @@
+"""The typer application: one sub-app per noun, registered here."""
+
+import typer
+
+from cli import queue_cmds, server_cmds, spec_cmds
+
+app = typer.Typer(
+    name="canopy",
+    help="Run AI coding agents unattended over a backlog of specs, on Temporal.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(spec_cmds.app, name="spec", help="The spec backlog.")
+app.add_typer(queue_cmds.app, name="queue", help="Ordered queues of specs with context groups.")
+server_cmds.register(app)

@@ -1,0 +1,122 @@
+"""``canopy spec …``: the standalone spec backlog."""
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from canopy.errors import Refused
+from canopy.ops import specs as ops
+from canopy.store.engine import open_store
+from cli import views
+from cli.options import JsonFlag
+from cli.render import emit, print_line
+
+app = typer.Typer(no_args_is_help=True)
+
+BodyFile = Annotated[
+    Path | None,
+    typer.Option("--body-file", help="Read the tagged body from this file ('-' for stdin)."),
+]
+BodyText = Annotated[str | None, typer.Option("--body", help="The tagged body as text.")]
+Workdir = Annotated[
+    str | None, typer.Option("--workdir", help="Tag the spec to this workdir (made absolute).")
+]
+
+
+def read_body(body_file: Path | None, body: str | None) -> str | None:
+    """The body from ``--body`` or ``--body-file`` (``-`` is stdin); refuses both at once."""
+    if body_file is not None and body is not None:
+        raise Refused("give either --body or --body-file, not both")
+    if body_file is None:
+        return body
+    if str(body_file) == "-":
+        return sys.stdin.read()
+    try:
+        return body_file.read_text(encoding="utf-8")
+    except OSError as error:
+        raise Refused(f"cannot read body file {body_file}: {error.strerror}") from error
+
+
+@app.command("list")
+def list_specs(
+    workdir: Workdir = None,
+    status: Annotated[str | None, typer.Option(help="Only specs with this status.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """List specs, optionally filtered by workdir tag and status."""
+    specs = ops.spec_list(open_store(), workdir=workdir, status=status)
+    emit(specs, as_json, lambda: views.show_spec_list(specs))
+
+
+@app.command("get")
+def get(spec: str, as_json: JsonFlag = False) -> None:
+    """Show one spec with its full body (SPEC: id or unique prefix)."""
+    result = ops.spec_get(open_store(), spec)
+    emit(result, as_json, lambda: views.show_spec(result))
+
+
+@app.command("create")
+def create(
+    name: Annotated[str, typer.Option("--name", help="One-line name.")],
+    body_file: BodyFile = None,
+    body: BodyText = None,
+    workdir: Workdir = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create a standalone spec from a tagged body."""
+    text = read_body(body_file, body)
+    if text is None:
+        raise Refused("spec create needs a body: --body TEXT or --body-file PATH ('-' = stdin)")
+    result = ops.spec_create(open_store(), name=name, body=text, workdir=workdir)
+    emit(result, as_json, lambda: print_line(f"created {result['id']}  {result['name']}"))
+
+
+@app.command("update")
+def update(
+    spec: str,
+    name: Annotated[str | None, typer.Option("--name", help="New name.")] = None,
+    body_file: BodyFile = None,
+    body: BodyText = None,
+    workdir: Workdir = None,
+    clear_workdir: Annotated[
+        bool, typer.Option("--clear-workdir", help="Remove the workdir tag.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Update a spec's name, body or workdir tag; what you do not give is kept."""
+    text = read_body(body_file, body)
+    result = ops.spec_update(
+        open_store(), spec, name=name, body=text, workdir=workdir, clear_workdir=clear_workdir
+    )
+    emit(result, as_json, lambda: print_line(f"updated {result['id']}  {result['name']}"))
+
+
+@app.command("delete")
+def delete(spec: str, as_json: JsonFlag = False) -> None:
+    """Delete an unbound spec (it leaves every queue it was in)."""
+    result = ops.spec_delete(open_store(), spec)
+    emit(result, as_json, lambda: print_line(f"deleted {result['id']}"))
+
+
+@app.command("set-status")
+def set_status(
+    spec: str,
+    action: Annotated[str, typer.Argument(help="complete, skip or reopen.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Admin transition of a standalone spec: complete, skip or reopen."""
+    result = ops.spec_set_status(open_store(), spec, action)
+    emit(result, as_json, lambda: print_line(f"{result['id']} is now {result['status']}"))
+
+
+@app.command("section")
+def section(
+    spec: str,
+    name: Annotated[str, typer.Argument(help="summary, context, goal, requirements, …")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Print one canonical section of a spec body as markdown."""
+    result = ops.spec_section(open_store(), spec, name)
+    emit(result, as_json, lambda: print_line(result["markdown"]))

@@ -1,0 +1,57 @@
+"""Human renderings shared by the typer commands and the fast lane (no typer import)."""
+
+from typing import Any
+
+from cli.render import print_line, print_table
+
+
+def show_spec_list(specs: list[dict[str, Any]]) -> None:
+    """The backlog as a table."""
+    print_table(
+        "Specs",
+        ["id", "name", "status", "workdir"],
+        [[s["id"], s["name"], s["status"], s["workdir"] or ""] for s in specs],
+    )
+
+
+def show_queues(queues: list[dict[str, Any]]) -> None:
+    """Every queue with its counts."""
+    print_table(
+        "Queues",
+        ["id", "name", "members", "pending"],
+        [[q["id"], q["name"], q["members"], q["pending"]] for q in queues],
+    )
+
+
+def show_queue(listing: dict[str, Any]) -> None:
+    """One queue's members in order."""
+    print_table(
+        f"Queue {listing['name']} ({listing['id']})",
+        ["#", "spec", "name", "group", "status"],
+        [
+            [m["position"], m["spec_id"], m["name"], m["group"] or "", m["status"]]
+            for m in listing["members"]
+        ],
+    )
+
+
+def show_queue_list(result: dict[str, Any]) -> None:
+    """``queue list``: all queues, or one queue when the result names one."""
+    if "queues" in result:
+        show_queues(result["queues"])
+    else:
+        show_queue(result)
+
+
+def show_spec(spec: dict[str, Any]) -> None:
+    """One spec: its facts, then its body."""
+    print_line(f"{spec['id']}  {spec['name']}")
+    print_line(f"status: {spec['status']}   workdir: {spec['workdir'] or '(none)'}")
+    if spec["graphs"]:
+        print_line(f"bound to: {', '.join(spec['graphs'])}")
+    if spec["queues"]:
+        print_line("queues: " + ", ".join(f"{q['name']} ({q['id']})" for q in spec["queues"]))
+    if spec["needs_conversion"]:
+        print_line("needs conversion: heading format; rewrite it into the seven tags")
+    print_line("")
+    print_line(spec["body"].rstrip("\n"))
