@@ -61,9 +61,7 @@ async def connect() -> "Client":
 
     target, space = address(), namespace()
     try:
-        return await Client.connect(
-            target, namespace=space, data_converter=pydantic_data_converter
-        )
+        return await Client.connect(target, namespace=space, data_converter=pydantic_data_converter)
     except RuntimeError as error:
         raise Refused(
             f"cannot reach Temporal at {target} (namespace {space}): start it with "

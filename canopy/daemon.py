@@ -1,0 +1,152 @@
+"""``canopy up`` / ``canopy down``: the embedded server plus a background worker.
+
+``up`` starts the dev server if needed (unless ``TEMPORAL_ADDRESS`` points elsewhere, in
+which case that server is someone else's to manage), then the worker daemon detached in
+its own session, and returns only once a ``Ping`` workflow has made the round trip through
+both task queues, so "up" means "serving". ``down`` stops the worker gracefully first (so
+in-flight activities can finish against a live server), then the embedded server. Both
+are idempotent. temporalio is imported only inside the readiness check.
+"""
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from canopy import devserver, temporal_client
+from canopy.errors import Refused
+from canopy.paths import canopy_home
+
+WORKER_MODULE = "worker"
+"""Run as ``python -m worker``; also the argument that identifies worker processes."""
+
+READY_TIMEOUT = 60.0
+STOP_TIMEOUT = 30.0
+"""Longer than the worker's own graceful shutdown, so SIGKILL is a last resort."""
+
+
+def pid_file() -> Path:
+    """Where the background worker's pid is recorded."""
+    return canopy_home() / "worker.pid"
+
+
+def log_file() -> Path:
+    """The background worker's stdout/stderr, appended to across restarts."""
+    return devserver.logs_dir() / "worker.log"
+
+
+def server_managed() -> bool:
+    """Whether up/down manage the embedded server (not when TEMPORAL_ADDRESS is set)."""
+    return not os.environ.get("TEMPORAL_ADDRESS")
+
+
+def worker_pid() -> int | None:
+    """The live background worker's pid; a stale pid file is removed."""
+    path = pid_file()
+    try:
+        pid = int(path.read_text().strip())
+    except (OSError, ValueError):
+        pid = None
+    if pid is not None and devserver.process_alive(pid, WORKER_MODULE):
+        return pid
+    path.unlink(missing_ok=True)
+    return None
+
+
+def worker_status() -> dict[str, Any]:
+    """Whether the background worker runs, with its pid and log."""
+    pid = worker_pid()
+    return {"running": pid is not None, "pid": pid, "log_file": str(log_file())}
+
+
+def _spawn_worker() -> int:
+    """Start ``python -m worker`` detached, logging to the worker log; record its pid."""
+    with log_file().open("ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", WORKER_MODULE],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=canopy_home(),
+        )
+    pid_file().write_text(f"{process.pid}\n")
+    return process.pid
+
+
+async def _ping(pid: int, timeout: float) -> str:
+    """Run the Ping workflow, refusing if the worker dies or does not answer in time."""
+    from workflows.ping import PingWorkflow
+
+    client = await temporal_client.connect()
+    handle = await client.start_workflow(
+        PingWorkflow.run,
+        temporal_client.agents_task_queue(),
+        id=f"canopy-ping-{uuid.uuid4()}",
+        task_queue=temporal_client.MAIN_TASK_QUEUE,
+        execution_timeout=timedelta(seconds=timeout),
+    )
+    result = asyncio.ensure_future(handle.result())
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not result.done():
+        if not devserver.process_alive(pid, WORKER_MODULE):
+            problem = "the worker exited during start"
+        elif asyncio.get_running_loop().time() >= deadline:
+            problem = f"the worker did not answer a ping within {timeout:g}s"
+        else:
+            await asyncio.wait({result}, timeout=0.1)
+            continue
+        result.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await result
+        raise Refused(f"{problem} (log: {log_file()})")
+    return result.result()
+
+
+def _ensure_worker(timeout: float) -> dict[str, Any]:
+    """Start the worker unless it runs, then prove it serves with a ping."""
+    with devserver.exclusive("worker"):
+        pid = worker_pid()
+        started = pid is None
+        if pid is None:
+            pid = _spawn_worker()
+        try:
+            reply = asyncio.run(_ping(pid, timeout))
+        except Refused:
+            if started:
+                devserver.terminate(pid, WORKER_MODULE, STOP_TIMEOUT)
+                pid_file().unlink(missing_ok=True)
+            raise
+        return {"started": started, "pid": pid, "log_file": str(log_file()), "ping": reply}
+
+
+def up(
+    port: int = devserver.DEFAULT_PORT,
+    ui_port: int = devserver.DEFAULT_UI_PORT,
+    timeout: float = READY_TIMEOUT,
+) -> dict[str, Any]:
+    """Bring server (if managed) and worker up; return what was started and where."""
+    if server_managed():
+        server = devserver.start(port, ui_port)
+    else:
+        server = {"external": True, "address": temporal_client.address()}
+    return {"server": server, "worker": _ensure_worker(timeout)}
+
+
+def down(timeout: float = STOP_TIMEOUT) -> dict[str, Any]:
+    """Stop the worker (graceful, SIGKILL after ``timeout``), then the managed server."""
+    with devserver.exclusive("worker"):
+        pid = worker_pid()
+        forced = pid is not None and devserver.terminate(pid, WORKER_MODULE, timeout)
+        pid_file().unlink(missing_ok=True)
+    worker = {"stopped": pid is not None, "pid": pid, "forced": forced}
+    if server_managed():
+        server = devserver.stop()
+    else:
+        server = {"external": True, "address": temporal_client.address()}
+    return {"worker": worker, "server": server}

@@ -1,0 +1,141 @@
+"""``canopy server start|stop|status``, ``canopy up|down`` and ``canopy worker``.
+
+``cli.app`` imports this module for every command, and store-only commands must not load
+temporalio: :mod:`canopy.devserver` and :mod:`canopy.daemon` are stdlib-only at import
+time, and the worker module (which imports the SDK) is imported inside ``worker``.
+"""
+
+from typing import Annotated, Any
+
+import typer
+
+from canopy import daemon, devserver
+from cli.options import JsonFlag
+from cli.render import emit, print_line
+
+PortOption = Annotated[
+    int, typer.Option("--port", min=1, max=65535, help="Frontend gRPC port of the dev server.")
+]
+UiPortOption = Annotated[
+    int, typer.Option("--ui-port", min=1, max=65535, help="Web UI port of the dev server.")
+]
+
+
+def _print_server(info: dict[str, Any], headline: str) -> None:
+    """The short human view of a dev server: where to connect, the UI, the files."""
+    print_line(headline)
+    if info["running"]:
+        print_line(f"  address: {info['address']}")
+        print_line(f"  UI:      {info['ui_url']}")
+    print_line(f"  db:      {info['db_file']}")
+    print_line(f"  log:     {info['log_file']}")
+
+
+def _server_headline(info: dict[str, Any]) -> str:
+    """One line saying whether the server runs and as which pid."""
+    if info["running"]:
+        return f"Temporal dev server running (pid {info['pid']})"
+    note = " (removed a stale server.json)" if info["stale_record_removed"] else ""
+    return f"Temporal dev server stopped{note}"
+
+
+def _print_worker(info: dict[str, Any]) -> None:
+    """The short human view of the background worker."""
+    state = f"running (pid {info['pid']})" if info["running"] else "stopped"
+    print_line(f"Worker {state}")
+    print_line(f"  log:     {info['log_file']}")
+
+
+def server_start(
+    port: PortOption = devserver.DEFAULT_PORT,
+    ui_port: UiPortOption = devserver.DEFAULT_UI_PORT,
+    json: JsonFlag = False,
+) -> None:
+    """Start the embedded Temporal dev server in the background (no-op if running)."""
+    info = devserver.start(port, ui_port)
+    verb = "started" if info["started"] else "already running"
+    emit(info, json, lambda: _print_server(info, f"Temporal dev server {verb} (pid {info['pid']})"))
+
+
+def server_stop(json: JsonFlag = False) -> None:
+    """Stop the embedded Temporal dev server (workflows persist in its db file)."""
+    info = devserver.stop()
+    if info["stopped"]:
+        forced = ", had to SIGKILL" if info["forced"] else ""
+        line = f"Temporal dev server stopped (pid {info['pid']}{forced})"
+    else:
+        line = "Temporal dev server was not running"
+    emit(info, json, lambda: print_line(line))
+
+
+def server_status(json: JsonFlag = False) -> None:
+    """Show whether the dev server and the background worker run, and where."""
+    info = {**devserver.status(), "worker": daemon.worker_status()}
+
+    def human() -> None:
+        _print_server(info, _server_headline(info))
+        _print_worker(info["worker"])
+
+    emit(info, json, human)
+
+
+def up(
+    port: PortOption = devserver.DEFAULT_PORT,
+    ui_port: UiPortOption = devserver.DEFAULT_UI_PORT,
+    json: JsonFlag = False,
+) -> None:
+    """Start the dev server (if needed) and the worker in the background; wait until serving."""
+    info = daemon.up(port, ui_port)
+
+    def human() -> None:
+        server, worker = info["server"], info["worker"]
+        if server.get("external"):
+            print_line(f"Using Temporal at {server['address']} (TEMPORAL_ADDRESS)")
+        else:
+            verb = "started" if server["started"] else "already running"
+            _print_server(server, f"Temporal dev server {verb} (pid {server['pid']})")
+        verb = "started" if worker["started"] else "already running"
+        print_line(f"Worker {verb} (pid {worker['pid']}), answered: {worker['ping']}")
+        print_line(f"  log:     {worker['log_file']}")
+
+    emit(info, json, human)
+
+
+def down(json: JsonFlag = False) -> None:
+    """Stop the background worker gracefully, then the dev server."""
+    info = daemon.down()
+
+    def human() -> None:
+        worker, server = info["worker"], info["server"]
+        if worker["stopped"]:
+            forced = ", had to SIGKILL" if worker["forced"] else ""
+            print_line(f"Worker stopped (pid {worker['pid']}{forced})")
+        else:
+            print_line("Worker was not running")
+        if server.get("external"):
+            print_line(f"Left Temporal at {server['address']} running (TEMPORAL_ADDRESS)")
+        elif server["stopped"]:
+            print_line(f"Temporal dev server stopped (pid {server['pid']})")
+        else:
+            print_line("Temporal dev server was not running")
+
+    emit(info, json, human)
+
+
+def worker(json: JsonFlag = False) -> None:
+    """Run the worker in the foreground (same as `python worker.py`); --json logs JSON lines."""
+    import worker as worker_module
+
+    worker_module.main(json_logs=json)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``server`` sub-app and the ``up``, ``down`` and ``worker`` commands to ``app``."""
+    server = typer.Typer(no_args_is_help=True)
+    server.command("start")(server_start)
+    server.command("stop")(server_stop)
+    server.command("status")(server_status)
+    app.add_typer(server, name="server", help="The embedded Temporal dev server.")
+    app.command("up")(up)
+    app.command("down")(down)
+    app.command("worker")(worker)

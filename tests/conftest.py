@@ -1,0 +1,62 @@
+"""Shared fixtures: stores on every configured backend, spec bodies, table snapshots."""
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from canopy.specformat import SECTION_NAMES, render_tagged
+from canopy.store.engine import Store
+from canopy.store.models import Base
+
+POSTGRES_URL = os.environ.get("CANOPY_TEST_DB_URL")
+BACKENDS = ["sqlite", "postgres"] if POSTGRES_URL else ["sqlite"]
+
+
+def reset_postgres(url: str) -> None:
+    """An empty public schema, so each test migrates a fresh database."""
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text("DROP SCHEMA public CASCADE"))
+        connection.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty database URL on each backend the run has (SQLite, Postgres)."""
+    if request.param == "postgres":
+        assert POSTGRES_URL is not None
+        reset_postgres(POSTGRES_URL)
+        return POSTGRES_URL
+    return f"sqlite:///{tmp_path / 'canopy.db'}"
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[Store]:
+    """A migrated store on a fresh database."""
+    opened = Store(db_url)
+    yield opened
+    opened.close()
+
+
+def body(summary: str = "Do the thing", **sections: str) -> str:
+    """A valid tagged body; any section can be overridden by keyword."""
+    content = {name: f"The {name} of it." for name in SECTION_NAMES}
+    content["summary"] = summary
+    content.update(sections)
+    return render_tagged(content)
+
+
+def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table, to prove a refused operation wrote nothing."""
+    with store.engine.connect() as connection:
+        return {
+            table.name: sorted(
+                (tuple(str(v) for v in row) for row in connection.execute(table.select())),
+            )
+            for table in Base.metadata.sorted_tables
+        }

@@ -1,0 +1,249 @@
+"""The embedded Temporal dev server and the worker daemon, driven through the real CLI.
+
+Each test gets its own ``CANOPY_HOME`` and free ports, runs ``python -m cli.main`` in a
+subprocess like a user would, and kills whatever it started (by recorded pid) even when an
+assertion fails. Synchronisation is by polling conditions with timeouts, never by sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from canopy import daemon, devserver, temporal_client
+from workflows.ping import PingWorkflow
+
+pytestmark = pytest.mark.server
+
+CLI_TIMEOUT = 90.0
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports that were free a moment ago."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def cli_env(home: Path) -> dict[str, str]:
+    """The environment of a CLI subprocess: this home, the embedded server's address."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
+    env["CANOPY_HOME"] = str(home)
+    return env
+
+
+def canopy(home: Path, *args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
+    """Run ``canopy ARGS`` against ``home`` and check its exit code."""
+    result = subprocess.run(
+        [sys.executable, "-m", "cli.main", *args],
+        env=cli_env(home),
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT,
+    )
+    assert result.returncode == expect, result.stdout + result.stderr
+    return result
+
+
+def canopy_json(home: Path, *args: str) -> Any:
+    """Run ``canopy ARGS --json`` and parse its output."""
+    return json.loads(canopy(home, *args, "--json").stdout)
+
+
+def _recorded_pids(home: Path) -> list[tuple[int, str]]:
+    """The (pid, marker) of every daemon recorded in ``home``."""
+    pids: list[tuple[int, str]] = []
+    server = home / "server.json"
+    if server.exists():
+        pids.append((int(json.loads(server.read_text())["pid"]), devserver.SERVER_MARKER))
+    worker = home / "worker.pid"
+    if worker.exists():
+        pids.append((int(worker.read_text()), daemon.WORKER_MODULE))
+    return pids
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh CANOPY_HOME (also for in-process clients); its daemons are killed afterwards."""
+    monkeypatch.setenv("CANOPY_HOME", str(tmp_path))
+    monkeypatch.delenv("TEMPORAL_ADDRESS", raising=False)
+    monkeypatch.delenv("TEMPORAL_NAMESPACE", raising=False)
+    try:
+        yield tmp_path
+    finally:
+        for pid, marker in _recorded_pids(tmp_path):
+            if devserver.process_alive(pid, marker):
+                devserver.terminate(pid, marker, timeout=10)
+
+
+async def start_ping(workflow_id: str) -> None:
+    """Start a Ping workflow on the main queue (no worker needed to accept it)."""
+    client = await temporal_client.connect()
+    await client.start_workflow(
+        PingWorkflow.run,
+        temporal_client.agents_task_queue(),
+        id=workflow_id,
+        task_queue=temporal_client.MAIN_TASK_QUEUE,
+    )
+
+
+async def ping_result(workflow_id: str) -> str:
+    """Wait (bounded) for the Ping workflow ``workflow_id`` to complete."""
+    client = await temporal_client.connect()
+    handle = client.get_workflow_handle_for(PingWorkflow.run, workflow_id)
+    return await asyncio.wait_for(handle.result(), timeout=30)
+
+
+def test_start_status_restart_stop_keeps_workflows(home: Path) -> None:
+    port, ui_port = free_ports(2)
+    ports = ("--port", str(port), "--ui-port", str(ui_port))
+
+    started = canopy_json(home, "server", "start", *ports)
+    assert started["started"] is True
+    status = canopy_json(home, "server", "status")
+    assert status["running"] is True
+    assert status["pid"] == started["pid"]
+    assert (status["port"], status["ui_port"]) == (port, ui_port)
+    assert status["address"] == f"127.0.0.1:{port}"
+    assert status["ui_url"] == f"http://localhost:{ui_port}"
+    assert status["db_file"] == str(home / "temporal.db")
+    assert status["worker"]["running"] is False
+
+    again = canopy(home, "server", "start", *ports)
+    assert "already running" in again.stdout
+    assert canopy_json(home, "server", "start", *ports)["started"] is False
+
+    asyncio.run(start_ping("survives-restart"))
+    stopped = canopy_json(home, "server", "stop")
+    assert stopped == {
+        "stopped": True,
+        "pid": started["pid"],
+        "forced": False,
+        "stale_record_removed": False,
+    }
+    assert not devserver.process_alive(started["pid"], devserver.SERVER_MARKER)
+    assert canopy_json(home, "server", "status")["running"] is False
+    assert canopy_json(home, "server", "stop")["stopped"] is False
+
+    restarted = canopy_json(home, "server", "start", *ports)
+    assert restarted["started"] is True
+    assert restarted["db_file"] == status["db_file"]
+
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "worker"],
+        env=cli_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert asyncio.run(ping_result("survives-restart")).startswith("pong from ")
+        worker.send_signal(signal.SIGTERM)
+        output, _ = worker.communicate(timeout=30)
+    finally:
+        worker.kill()
+        worker.wait()
+    assert worker.returncode == 0, output
+    assert "received SIGTERM" in output
+    assert "worker shut down cleanly" in output
+    canopy(home, "server", "stop")
+
+
+def test_stale_records_are_detected_and_removed(home: Path) -> None:
+    port, ui_port = free_ports(2)
+    # A live pid that is not a dev server (this test process, as after pid reuse): it
+    # must be reported as stale and never signalled.
+    (home / "server.json").write_text(
+        json.dumps({"pid": os.getpid(), "port": port, "ui_port": ui_port, "db_file": "x"})
+    )
+    exited = subprocess.Popen([sys.executable, "-c", "pass"])
+    exited.wait()
+    (home / "worker.pid").write_text(f"{exited.pid}\n")
+
+    status = canopy_json(home, "server", "status")
+    assert status["running"] is False
+    assert status["stale_record_removed"] is True
+    assert status["worker"]["running"] is False
+    assert not (home / "server.json").exists()
+    assert not (home / "worker.pid").exists()
+
+    (home / "server.json").write_text(
+        json.dumps({"pid": os.getpid(), "port": port, "ui_port": ui_port, "db_file": "x"})
+    )
+    assert canopy_json(home, "server", "stop")["stopped"] is False
+
+    (home / "server.json").write_text("not json")
+    started = canopy_json(home, "server", "start", "--port", str(port), "--ui-port", str(ui_port))
+    assert started["started"] is True
+    assert started["stale_record_removed"] is True
+    canopy(home, "server", "stop")
+
+
+def test_start_refuses_a_port_in_use(home: Path) -> None:
+    port, ui_port = free_ports(2)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        result = canopy(
+            home, "server", "start", "--port", str(port), "--ui-port", str(ui_port), expect=1
+        )
+    assert result.stderr.startswith(f"error: port {port} on 127.0.0.1 is already in use")
+    assert "--port" in result.stderr
+    assert not (home / "server.json").exists()
+
+
+def test_up_serves_ping_and_down_stops_everything(home: Path) -> None:
+    port, ui_port = free_ports(2)
+
+    up = canopy_json(home, "up", "--port", str(port), "--ui-port", str(ui_port))
+    assert up["server"]["started"] is True
+    assert up["server"]["port"] == port
+    assert up["worker"]["started"] is True
+    assert up["worker"]["ping"].startswith("pong from ")
+    worker_pid = up["worker"]["pid"]
+    status = canopy_json(home, "server", "status")
+    assert status["running"] is True
+    assert status["worker"] == {
+        "running": True,
+        "pid": worker_pid,
+        "log_file": str(home / "logs" / "worker.log"),
+    }
+
+    again = canopy_json(home, "up", "--port", str(port), "--ui-port", str(ui_port))
+    assert again["server"]["started"] is False
+    assert (again["worker"]["started"], again["worker"]["pid"]) == (False, worker_pid)
+
+    workflow_id = f"ping-{uuid.uuid4()}"
+    asyncio.run(start_ping(workflow_id))
+    assert asyncio.run(ping_result(workflow_id)).startswith("pong from ")
+
+    down = canopy_json(home, "down")
+    assert down["worker"] == {"stopped": True, "pid": worker_pid, "forced": False}
+    assert down["server"]["stopped"] is True
+    assert not devserver.process_alive(worker_pid, daemon.WORKER_MODULE)
+    log = (home / "logs" / "worker.log").read_text()
+    assert "received SIGTERM" in log
+    assert "worker shut down cleanly" in log
+
+    status = canopy_json(home, "server", "status")
+    assert status["running"] is False
+    assert status["worker"]["running"] is False
+    idle = canopy(home, "down")
+    assert "Worker was not running" in idle.stdout
+    assert "Temporal dev server was not running" in idle.stdout

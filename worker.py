@@ -1,0 +1,136 @@
+"""The Canopy daemon: hosts Canopy's workflows and activities on Temporal (DESIGN §2, §3).
+
+One process runs two Temporal workers side by side: one on the shared main task queue
+(workflows, store and hook bookkeeping) and one on this host's agents task queue (agent,
+command and git activities, which must run where the workdir is). SIGTERM or SIGINT shut
+both down gracefully, letting in-flight activities finish for a bounded time, and the
+process exits 0. Logs go to stdout (``canopy up`` redirects them to ``logs/worker.log``).
+
+Run it as ``python worker.py``, ``python -m worker`` or ``canopy worker``.
+"""
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.ping import ping
+from canopy import temporal_client
+from canopy.errors import Refused
+from workflows.ping import PingWorkflow
+
+# --- registry: everything this daemon hosts. New workflows and activities go here. -------
+
+WORKFLOWS: Sequence[type] = (PingWorkflow,)
+"""Workflow classes, served on the main task queue."""
+
+MAIN_ACTIVITIES: Sequence[Callable[..., Any]] = ()
+"""Host-independent activities (store writes, hook bookkeeping), on the main task queue."""
+
+AGENT_ACTIVITIES: Sequence[Callable[..., Any]] = (ping,)
+"""Activities that touch a workdir (agents, commands, git), on this host's agents queue."""
+
+# -----------------------------------------------------------------------------------------
+
+GRACEFUL_SHUTDOWN = timedelta(seconds=10)
+"""How long in-flight activities may finish after a stop signal before being cancelled."""
+
+log = logging.getLogger("canopy.worker")
+
+
+class _JsonFormatter(logging.Formatter):
+    """One JSON object per log line, for ``canopy worker --json`` and log collectors."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Render ``record`` as a JSON line."""
+        return json.dumps(
+            {
+                "time": self.formatTime(record),
+                "level": record.levelname,
+                "logger": record.name,
+                "message": record.getMessage(),
+            }
+        )
+
+
+def _configure_logging(json_logs: bool) -> None:
+    """Send INFO and above to stdout, as text or JSON lines."""
+    handler = logging.StreamHandler(sys.stdout)
+    if json_logs:
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+
+
+def build_workers(client: Client) -> list[Worker]:
+    """The main-queue worker and this host's agents-queue worker, from the registry."""
+    main = Worker(
+        client,
+        task_queue=temporal_client.MAIN_TASK_QUEUE,
+        workflows=list(WORKFLOWS),
+        activities=list(MAIN_ACTIVITIES),
+        graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+    )
+    agents = Worker(
+        client,
+        task_queue=temporal_client.agents_task_queue(),
+        activities=list(AGENT_ACTIVITIES),
+        graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+    )
+    return [main, agents]
+
+
+def _stop_event() -> asyncio.Event:
+    """An event set by the first SIGTERM or SIGINT, which starts the graceful shutdown."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+
+        def request_stop(name: str = signum.name) -> None:
+            log.info("received %s, shutting down", name)
+            stop.set()
+
+        loop.add_signal_handler(signum, request_stop)
+    return stop
+
+
+async def serve() -> None:
+    """Run both workers until a stop signal (or a worker failure), then shut down."""
+    stop = _stop_event()
+    client = await temporal_client.connect()
+    workers = build_workers(client)
+    runs = [asyncio.create_task(worker.run()) for worker in workers]
+    log.info(
+        "serving task queues %s at %s (namespace %s)",
+        ", ".join(worker.task_queue for worker in workers),
+        temporal_client.address(),
+        temporal_client.namespace(),
+    )
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait([stopping, *runs], return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    await asyncio.gather(*(worker.shutdown() for worker in workers))
+    await asyncio.gather(*runs)  # re-raises a worker failure, making the exit code non-zero
+    log.info("worker shut down cleanly")
+
+
+def main(json_logs: bool = False) -> None:
+    """Entry point: log to stdout, serve until told to stop, exit 1 if Temporal is unreachable."""
+    _configure_logging(json_logs)
+    try:
+        asyncio.run(serve())
+    except Refused as refusal:
+        log.error("%s", refusal)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
