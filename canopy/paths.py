@@ -1,29 +1,41 @@
 """Where Canopy keeps its data: ``CANOPY_HOME`` or the platform's user data dir.
 
-Imported by the CLI's fast lane, so it avoids heavy imports (platformdirs is loaded only
-when ``CANOPY_HOME`` is unset).
+Imported by the CLI's fast lane, so the string-returning helpers use ``os.path`` only;
+pathlib and platformdirs load when something asks for them.
 """
 
+from __future__ import annotations
+
 import os
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def home_dir() -> str:
+    """The data/config directory as a string, created on first use."""
+    configured = os.environ.get("CANOPY_HOME")
+    if configured:
+        home = os.path.expanduser(configured)
+    else:
+        import platformdirs
+
+        home = platformdirs.user_data_dir("canopy", appauthor=False)
+    os.makedirs(home, exist_ok=True)
+    return home
 
 
 def canopy_home() -> Path:
     """The data/config directory, created on first use."""
-    configured = os.environ.get("CANOPY_HOME")
-    if configured:
-        home = Path(configured).expanduser()
-    else:
-        import platformdirs
+    from pathlib import Path
 
-        home = Path(platformdirs.user_data_dir("canopy", appauthor=False))
-    home.mkdir(parents=True, exist_ok=True)
-    return home
+    return Path(home_dir())
 
 
-def sqlite_path() -> Path:
-    """The default store file inside :func:`canopy_home`."""
-    return canopy_home() / "canopy.db"
+def sqlite_path() -> str:
+    """The default store file inside the data dir."""
+    return os.path.join(home_dir(), "canopy.db")
 
 
 def configured_db_url() -> str | None:

@@ -76,8 +76,8 @@ def reordered(current: list[Member], proposed: list[str]) -> list[Member]:
     positions that would split a group.
     """
     by_id = {member.spec_id: member for member in current}
-    seen: set[str] = set()
-    duplicates = [spec_id for spec_id in proposed if spec_id in seen or seen.add(spec_id)]
+    seen = set(proposed)
+    duplicates = [spec_id for spec_id in seen if proposed.count(spec_id) > 1]
     extra = [spec_id for spec_id in dict.fromkeys(proposed) if spec_id not in by_id]
     missing = [spec_id for spec_id in by_id if spec_id not in seen]
     problems = [

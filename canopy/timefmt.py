@@ -4,6 +4,8 @@ SQLite hands back naive strings, Postgres aware datetimes; :func:`to_iso` gives 
 same shape so JSON output does not depend on the backend.
 """
 
+from __future__ import annotations
+
 from datetime import UTC, datetime
 
 
@@ -16,6 +18,8 @@ def to_iso(value: datetime | str | None) -> str | None:
     """``2026-12-03T07:55:00.123456Z`` for a stored timestamp, ``None`` for none."""
     if value is None:
         return None
+    if isinstance(value, str) and len(value) == 26 and value[10] == " ":
+        return f"{value[:10]}T{value[11:]}Z"  # SQLite's fixed layout: skip the parse
     parsed = datetime.fromisoformat(value) if isinstance(value, str) else value
     if parsed.tzinfo is not None:
         parsed = parsed.astimezone(UTC).replace(tzinfo=None)

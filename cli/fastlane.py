@@ -7,9 +7,11 @@ understand (another command, ``--help``, an unknown option, Postgres, a database
 needs migrating) falls through to the typer app, which owns usage errors.
 """
 
+from __future__ import annotations
+
+import os
 import sqlite3
-from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from canopy.paths import configured_db_url, sqlite_path
 from canopy.statuses import check_spec_status
@@ -19,7 +21,12 @@ from canopy.workdirs import normalize_workdir
 from cli import views
 from cli.render import print_json
 
-Parsed = tuple[dict[str, str], list[str], bool]
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any, TypeAlias
+
+    Parsed: TypeAlias = tuple[dict[str, str], list[str], bool]
+    Command: TypeAlias = Callable[[queries.Rows, dict[str, str], list[str], bool], None]
 
 
 def try_run(args: list[str]) -> bool:
@@ -67,7 +74,7 @@ def _parse(tokens: list[str], option_names: tuple[str, ...]) -> Parsed | None:
 def _sqlite_rows() -> queries.Rows | None:
     """A row runner on the SQLite store, or ``None`` if it is missing or not migrated."""
     path = sqlite_path()
-    if not path.exists():
+    if not os.path.exists(path):
         return None
     connection = sqlite3.connect(path, timeout=10)
     connection.row_factory = sqlite3.Row
@@ -108,7 +115,6 @@ def _queue_list(
     print_json(result) if as_json else views.show_queue_list(result)
 
 
-Command = Callable[[queries.Rows, dict[str, str], list[str], bool], None]
 _COMMANDS: dict[tuple[str, str], tuple[tuple[str, ...], int, Command]] = {
     ("spec", "list"): (("--workdir", "--status"), 0, _spec_list),
     ("queue", "list"): ((), 1, _queue_list),

@@ -4,15 +4,20 @@
 one line on stderr and exit code 1 (usage errors are typer's exit 2).
 """
 
+from __future__ import annotations
+
 import json
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 
 def print_json(data: Any) -> None:
-    """Write ``data`` as indented JSON followed by a newline."""
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    """Write ``data`` as one line of JSON (unindented keeps json's C encoder; pipe to jq)."""
+    sys.stdout.write(json.dumps(data, default=str) + "\n")
 
 
 def emit(data: Any, as_json: bool, human: Callable[[], None]) -> None:

@@ -1,6 +1,11 @@
 """Human renderings shared by the typer commands and the fast lane (no typer import)."""
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 from cli.render import print_line, print_table
 

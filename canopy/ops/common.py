@@ -1,13 +1,17 @@
 """Helpers shared by the operations modules."""
 
+from __future__ import annotations
+
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from canopy.errors import Refused
-from canopy.store.queries import Row, Rows
+
+if TYPE_CHECKING:
+    from canopy.store.queries import Row, Rows
 
 
 def rows_of(session: Session) -> Rows:

@@ -6,16 +6,21 @@ milliseconds without importing SQLAlchemy. Both drivers accept ``:name`` paramet
 Only stdlib imports here.
 """
 
+from __future__ import annotations
+
 import re
-from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from canopy.errors import Refused
 from canopy.timefmt import to_iso
 
-Row = dict[str, Any]
-Rows = Callable[[str, Mapping[str, Any]], list[Row]]
-"""Runs one SQL statement with named parameters and returns its rows as dicts."""
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any, TypeAlias
+
+    Row: TypeAlias = dict[str, Any]
+    Rows: TypeAlias = Callable[[str, Mapping[str, Any]], list[Row]]
+    """Runs one SQL statement with named parameters and returns its rows as dicts."""
 
 _TABLE_OF_KIND = {"spec": "specs", "queue": "queues", "graph": "graphs", "run": "runs"}
 _ID_PREFIX = re.compile(r"[a-z0-9-]+")

@@ -51,7 +51,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("specs", schema=None) as batch_op:
-        batch_op.create_index("ix_specs_created_at", ["created_at"], unique=False)
+        batch_op.create_index("ix_specs_created_at_id", ["created_at", "id"], unique=False)
         batch_op.create_index("ix_specs_status", ["status"], unique=False)
         batch_op.create_index("ix_specs_workdir_status", ["workdir", "status"], unique=False)
 
@@ -153,7 +153,7 @@ def downgrade() -> None:
     with op.batch_alter_table("specs", schema=None) as batch_op:
         batch_op.drop_index("ix_specs_workdir_status")
         batch_op.drop_index("ix_specs_status")
-        batch_op.drop_index("ix_specs_created_at")
+        batch_op.drop_index("ix_specs_created_at_id")
 
     op.drop_table("specs")
     op.drop_table("queues")
