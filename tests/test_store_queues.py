@@ -166,3 +166,13 @@ def test_queue_ids_resolve_by_prefix(store: Store) -> None:
     assert queues.queue_list(store, queue[:-3])["id"] == queue
     with pytest.raises(Refused, match="no queue matches"):
         queues.queue_list(store, "queue-zzzzzzzzzzzz")
+
+
+def test_queues_resolve_by_exact_name_and_refuse_an_ambiguous_name(store: Store) -> None:
+    nightly = queues.queue_create(store, "nightly")["id"]
+    assert queues.queue_list(store, "nightly")["id"] == nightly
+    other = queues.queue_create(store, "nightly")["id"]
+    with pytest.raises(Refused) as refusal:
+        queues.queue_list(store, "nightly")
+    assert nightly in str(refusal.value)
+    assert other in str(refusal.value)

@@ -45,6 +45,8 @@ class Queue(Base):
     name: Mapped[str] = mapped_column(String(400))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
+    __table_args__ = (Index("ix_queues_name", "name"),)
+
 
 class QueueMember(Base):
     """One spec's place in one queue; ``position`` is dense and 0-based."""
@@ -83,7 +85,7 @@ class Graph(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
-    __table_args__ = (Index("ix_graphs_status", "status"),)
+    __table_args__ = (Index("ix_graphs_status", "status"), Index("ix_graphs_name", "name"))
 
 
 class GraphSpec(Base):

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     """Runs one SQL statement with named parameters and returns its rows as dicts."""
 
 _TABLE_OF_KIND = {"spec": "specs", "queue": "queues", "graph": "graphs", "run": "runs"}
+_NAMED_KINDS = ("queue", "graph")
+"""Kinds people name for reuse, so their exact name works wherever an id does."""
 _ID_PREFIX = re.compile(r"[a-z0-9-]+")
 _MAX_CANDIDATES_SHOWN = 10
 
@@ -42,9 +44,24 @@ def normalized_prefix(kind: str, prefix: str) -> str:
 
 
 def resolve_id(rows: Rows, kind: str, prefix: str) -> str:
-    """The one id of ``kind`` that starts with ``prefix``; refuses none or several."""
-    wanted = normalized_prefix(kind, prefix)
+    """The one id of ``kind`` that ``prefix`` names; refuses none or several.
+
+    For queues and graphs an exact name is tried first (``canopy queue list nightly``);
+    otherwise ``prefix`` is a unique id prefix.
+    """
     table = _TABLE_OF_KIND[kind]
+    if kind in _NAMED_KINDS:
+        named = [
+            str(row["id"])
+            for row in rows(
+                f"SELECT id FROM {table} WHERE name = :name ORDER BY id", {"name": prefix}
+            )
+        ]
+        if len(named) == 1:
+            return named[0]
+        if named:
+            raise Refused(f"{kind} name {prefix!r} is ambiguous: {', '.join(named)}; use an id")
+    wanted = normalized_prefix(kind, prefix)
     found = rows(
         f"SELECT id FROM {table} WHERE id LIKE :pattern ORDER BY id LIMIT :limit",
         {"pattern": wanted + "%", "limit": _MAX_CANDIDATES_SHOWN + 1},

@@ -31,6 +31,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("graphs", schema=None) as batch_op:
         batch_op.create_index("ix_graphs_status", ["status"], unique=False)
+        batch_op.create_index("ix_graphs_name", ["name"], unique=False)
 
     op.create_table(
         "queues",
@@ -39,6 +40,7 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id"),
     )
+    op.create_index("ix_queues_name", "queues", ["name"], unique=False)
     op.create_table(
         "specs",
         sa.Column("id", sa.String(length=64), nullable=False),
@@ -156,8 +158,10 @@ def downgrade() -> None:
         batch_op.drop_index("ix_specs_created_at_id")
 
     op.drop_table("specs")
+    op.drop_index("ix_queues_name", table_name="queues")
     op.drop_table("queues")
     with op.batch_alter_table("graphs", schema=None) as batch_op:
+        batch_op.drop_index("ix_graphs_name")
         batch_op.drop_index("ix_graphs_status")
 
     op.drop_table("graphs")
