@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 demo: install
-	$(PY) -m cli.demo
+	$(VENV)/bin/canopy demo
 
 test: install lint typecheck pytest
 

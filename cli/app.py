@@ -1,7 +1,11 @@
 """The typer application: one sub-app per noun, registered here."""
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
+from cli import demo as demo_tour
 from cli import queue_cmds, server_cmds, spec_cmds
 
 app = typer.Typer(
@@ -14,3 +18,13 @@ app = typer.Typer(
 app.add_typer(spec_cmds.app, name="spec", help="The spec backlog.")
 app.add_typer(queue_cmds.app, name="queue", help="Ordered queues of specs with context groups.")
 server_cmds.register(app)
+
+
+@app.command("demo")
+def demo(
+    home: Annotated[
+        Path, typer.Option("--home", help="Scratch data dir (wiped first).")
+    ] = demo_tour.DEFAULT_HOME,
+) -> None:
+    """A guided tour of the backlog and queues on a scratch data dir (what `make demo` runs)."""
+    demo_tour.tour(home)

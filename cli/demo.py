@@ -1,8 +1,9 @@
-"""``make demo`` / ``canopy demo``: a guided tour on a scratch data dir.
+"""``make demo`` (``canopy demo``): a guided tour on a scratch data dir.
 
 Every step runs the real ``canopy`` CLI in a subprocess and shows the command first, so
 the tour doubles as a copy-and-paste tutorial. The scratch home (``.demo/home`` unless
-``--home`` is given) is wiped at the start, so the tour runs the same every time.
+``--home`` is given) is wiped at the start, so the tour runs the same every time; a
+directory the demo did not make is never wiped.
 """
 
 import json
@@ -14,9 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from canopy.errors import Refused
 from canopy.specformat import render_tagged
 
 DEFAULT_HOME = Path(".demo") / "home"
+DEMO_MARKER = ".canopy-demo"
+"""Marks a data dir the demo made, the only kind it will wipe."""
 
 SPECS = [
     ("Add a login page", "auth", "Users can sign in with email and password."),
@@ -70,10 +74,18 @@ class Tour:
         return json.loads(self.run(*args, "--json", stdin=stdin, show=False))
 
 
-def tour(home: Path) -> None:
-    """The backlog and queue features, end to end."""
+def fresh_scratch_home(home: Path) -> None:
+    """Empty ``home`` for the tour; refuses a non-empty directory the demo did not make."""
+    if home.exists() and any(home.iterdir()) and not (home / DEMO_MARKER).exists():
+        raise Refused(f"refusing to wipe {home}: it is not an empty or demo data dir")
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
+    (home / DEMO_MARKER).touch()
+
+
+def tour(home: Path) -> None:
+    """The backlog and queue features, end to end."""
+    fresh_scratch_home(home)
     t = Tour(home)
     print(f"Canopy demo: scratch data dir {home.resolve()}")
 
@@ -114,13 +126,3 @@ def tour(home: Path) -> None:
     t.run("spec", "set-status", ids[2], "skip")
     t.run("queue", "list")
     print(f"\nDone. Explore further with: CANOPY_HOME={home} canopy --help")
-
-
-def main() -> None:
-    """Entry point for ``python -m cli.demo``."""
-    home = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_HOME
-    tour(home)
-
-
-if __name__ == "__main__":
-    main()
