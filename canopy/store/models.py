@@ -149,3 +149,20 @@ class NodeRun(Base):
         Index("ix_node_runs_run", "run_id", "id"),
         Index("ix_node_runs_spec", "spec_id"),
     )
+
+
+class RunSpec(Base):
+    """One spec's passage through one run: the history ``graph info`` rebuilds progress from."""
+
+    __tablename__ = "run_specs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    spec_id: Mapped[str] = mapped_column(String(64))
+    group: Mapped[str | None] = mapped_column("group_name", String(200), nullable=True)
+    outcome: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    ended_node: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    __table_args__ = (Index("ix_run_specs_run", "run_id", "id"),)

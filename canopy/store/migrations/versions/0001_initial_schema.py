@@ -1,4 +1,4 @@
-"""initial schema: specs, queues, graphs, runs, node runs
+"""Initial schema: specs, queues and members, graphs, runs, run specs, node runs.
 
 Revision ID: 0001
 Revises: (none)
@@ -30,8 +30,8 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("graphs", schema=None) as batch_op:
-        batch_op.create_index("ix_graphs_status", ["status"], unique=False)
         batch_op.create_index("ix_graphs_name", ["name"], unique=False)
+        batch_op.create_index("ix_graphs_status", ["status"], unique=False)
 
     op.create_table(
         "queues",
@@ -40,7 +40,9 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id"),
     )
-    op.create_index("ix_queues_name", "queues", ["name"], unique=False)
+    with op.batch_alter_table("queues", schema=None) as batch_op:
+        batch_op.create_index("ix_queues_name", ["name"], unique=False)
+
     op.create_table(
         "specs",
         sa.Column("id", sa.String(length=64), nullable=False),
@@ -130,8 +132,28 @@ def upgrade() -> None:
         batch_op.create_index("ix_node_runs_run", ["run_id", "id"], unique=False)
         batch_op.create_index("ix_node_runs_spec", ["spec_id"], unique=False)
 
+    op.create_table(
+        "run_specs",
+        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        sa.Column("run_id", sa.String(length=64), nullable=False),
+        sa.Column("spec_id", sa.String(length=64), nullable=False),
+        sa.Column("group_name", sa.String(length=200), nullable=True),
+        sa.Column("outcome", sa.String(length=32), nullable=True),
+        sa.Column("ended_node", sa.String(length=200), nullable=True),
+        sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("ended_at", sa.DateTime(timezone=True), nullable=True),
+        sa.ForeignKeyConstraint(["run_id"], ["runs.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    with op.batch_alter_table("run_specs", schema=None) as batch_op:
+        batch_op.create_index("ix_run_specs_run", ["run_id", "id"], unique=False)
+
 
 def downgrade() -> None:
+    with op.batch_alter_table("run_specs", schema=None) as batch_op:
+        batch_op.drop_index("ix_run_specs_run")
+
+    op.drop_table("run_specs")
     with op.batch_alter_table("node_runs", schema=None) as batch_op:
         batch_op.drop_index("ix_node_runs_spec")
         batch_op.drop_index("ix_node_runs_run")
@@ -158,10 +180,12 @@ def downgrade() -> None:
         batch_op.drop_index("ix_specs_created_at_id")
 
     op.drop_table("specs")
-    op.drop_index("ix_queues_name", table_name="queues")
+    with op.batch_alter_table("queues", schema=None) as batch_op:
+        batch_op.drop_index("ix_queues_name")
+
     op.drop_table("queues")
     with op.batch_alter_table("graphs", schema=None) as batch_op:
-        batch_op.drop_index("ix_graphs_name")
         batch_op.drop_index("ix_graphs_status")
+        batch_op.drop_index("ix_graphs_name")
 
     op.drop_table("graphs")
