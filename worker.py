@@ -12,11 +12,12 @@ Run it as ``python worker.py``, ``python -m worker`` or ``canopy worker``.
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -122,14 +123,30 @@ async def serve() -> None:
     log.info("worker shut down cleanly")
 
 
+def _exit(code: int) -> NoReturn:
+    """Flush logs and leave without interpreter finalization.
+
+    The SDK's Rust threads can abort a finalizing interpreter (``PyGILState_Release``,
+    temporalio/sdk-python#300), which would turn a clean stop into exit code 134.
+    """
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def main(json_logs: bool = False) -> None:
-    """Entry point: log to stdout, serve until told to stop, exit 1 if Temporal is unreachable."""
+    """Entry point: log to stdout, serve until told to stop; exit 0 on a graceful stop."""
     _configure_logging(json_logs)
     try:
         asyncio.run(serve())
     except Refused as refusal:
         log.error("%s", refusal)
-        sys.exit(1)
+        _exit(1)
+    except Exception:
+        log.exception("worker failed")
+        _exit(1)
+    _exit(0)
 
 
 if __name__ == "__main__":
