@@ -17,7 +17,7 @@ def home_dir() -> str:
     """The data/config directory as a string, created on first use."""
     configured = os.environ.get("CANOPY_HOME")
     if configured:
-        home = os.path.expanduser(configured)
+        home = os.path.abspath(os.path.expanduser(configured))
     else:
         import platformdirs
 

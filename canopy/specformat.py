@@ -296,7 +296,7 @@ def read_body(text: str) -> SpecBody:
         return SpecBody(sections=_legacy_sections(text), needs_conversion=True)
 
 
-def _section_name(name: str) -> str:
+def section_name(name: str) -> str:
     """Normalise a user-typed section name (``Goal``, ``<goal>``) or refuse it."""
     normal = name.strip().strip("<>").strip().lower()
     if normal not in SECTION_NAMES:
@@ -310,7 +310,7 @@ def section(text: str, name: str) -> str:
     Unknown names are refused listing the seven; a section a legacy body lacks is refused
     naming it, since silently printing nothing would look like an empty section.
     """
-    wanted = _section_name(name)
+    wanted = section_name(name)
     body = read_body(text)
     if wanted not in body.sections:
         raise Refused(

@@ -58,11 +58,12 @@ async def connect() -> "Client":
     """A client using the pydantic data converter (DESIGN §2), or a clear refusal."""
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.service import RPCError
 
     target, space = address(), namespace()
     try:
         return await Client.connect(target, namespace=space, data_converter=pydantic_data_converter)
-    except RuntimeError as error:
+    except (RuntimeError, RPCError) as error:
         raise Refused(
             f"cannot reach Temporal at {target} (namespace {space}): start it with "
             f"`canopy server start` or `canopy up`, or set TEMPORAL_ADDRESS ({error})"

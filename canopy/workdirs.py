@@ -2,6 +2,8 @@
 
 import os
 
+WORKDIR_MAX_LENGTH = 4096
+
 
 def normalize_workdir(path: str) -> str:
     """The absolute, normalised form of ``path`` (it need not exist yet)."""
@@ -9,4 +11,9 @@ def normalize_workdir(path: str) -> str:
 
     if not path.strip():
         raise Refused("workdir must not be empty")
-    return os.path.normpath(os.path.abspath(os.path.expanduser(path.strip())))
+    absolute = os.path.normpath(os.path.abspath(os.path.expanduser(path.strip())))
+    if len(absolute) > WORKDIR_MAX_LENGTH:
+        raise Refused(
+            f"workdir is {len(absolute)} characters long; the limit is {WORKDIR_MAX_LENGTH}"
+        )
+    return absolute

@@ -37,11 +37,15 @@ def read_body(body_file: Path | None, body: str | None) -> str | None:
         return body_file.read_text(encoding="utf-8")
     except OSError as error:
         raise Refused(f"cannot read body file {body_file}: {error.strerror}") from error
+    except UnicodeDecodeError as error:
+        raise Refused(f"body file {body_file} is not UTF-8 text ({error.reason})") from error
 
 
 @app.command("list")
 def list_specs(
-    workdir: Workdir = None,
+    workdir: Annotated[
+        str | None, typer.Option("--workdir", help="Only specs tagged to this workdir.")
+    ] = None,
     status: Annotated[str | None, typer.Option(help="Only specs with this status.")] = None,
     as_json: JsonFlag = False,
 ) -> None:

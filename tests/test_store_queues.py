@@ -5,6 +5,8 @@ import pytest
 from canopy.errors import Refused
 from canopy.ops import queues, specs
 from canopy.store.engine import Store
+from canopy.store.models import Queue
+from canopy.timefmt import utcnow
 from tests.conftest import body, snapshot
 
 pytestmark = pytest.mark.store
@@ -168,11 +170,29 @@ def test_queue_ids_resolve_by_prefix(store: Store) -> None:
         queues.queue_list(store, "queue-zzzzzzzzzzzz")
 
 
-def test_queues_resolve_by_exact_name_and_refuse_an_ambiguous_name(store: Store) -> None:
+def test_queues_resolve_by_exact_name_and_names_are_unique(store: Store) -> None:
     nightly = queues.queue_create(store, "nightly")["id"]
     assert queues.queue_list(store, "nightly")["id"] == nightly
-    other = queues.queue_create(store, "nightly")["id"]
+    with pytest.raises(Refused, match=f"queue name 'nightly' is taken by {nightly}"):
+        queues.queue_create(store, "nightly")
+
+
+def test_a_name_shared_by_older_queues_is_refused_as_ambiguous(store: Store) -> None:
+    nightly = queues.queue_create(store, "nightly")["id"]
+    with store.transaction() as session:
+        session.add(Queue(id="queue-older00001", name="nightly", created_at=utcnow()))
     with pytest.raises(Refused) as refusal:
         queues.queue_list(store, "nightly")
     assert nightly in str(refusal.value)
-    assert other in str(refusal.value)
+    assert "queue-older00001" in str(refusal.value)
+
+
+@pytest.mark.parametrize(("field", "limit"), [("name", 400), ("group", 200)])
+def test_overlong_names_and_groups_are_refused(store: Store, field: str, limit: int) -> None:
+    (spec,) = new_specs(store, 1)
+    queue = queues.queue_create(store, "q")["id"]
+    with pytest.raises(Refused, match=f"the limit is {limit}"):
+        if field == "name":
+            queues.queue_create(store, "x" * (limit + 1))
+        else:
+            queues.queue_add_spec(store, queue, spec, group="g" * (limit + 1))

@@ -23,11 +23,17 @@ def rows_of(session: Session) -> Rows:
     return run
 
 
-def one_line(value: str, what: str) -> str:
-    """``value`` stripped, refusing an empty or multi-line value for field ``what``."""
+NAME_MAX_LENGTH = 400
+GROUP_MAX_LENGTH = 200
+
+
+def one_line(value: str, what: str, max_length: int = NAME_MAX_LENGTH) -> str:
+    """``value`` stripped, refusing an empty, multi-line or too long value for ``what``."""
     cleaned = value.strip()
     if not cleaned:
         raise Refused(f"{what} must not be empty")
     if "\n" in cleaned or "\r" in cleaned:
         raise Refused(f"{what} must be a single line")
+    if len(cleaned) > max_length:
+        raise Refused(f"{what} is {len(cleaned)} characters long; the limit is {max_length}")
     return cleaned

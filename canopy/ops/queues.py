@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from canopy.errors import Refused
 from canopy.ids import new_id
-from canopy.ops.common import one_line, rows_of
+from canopy.ops.common import GROUP_MAX_LENGTH, one_line, rows_of
 from canopy.queue_rules import Member, grouped_add_index, regrouped, reordered
 from canopy.store import queries
 from canopy.store.engine import Store
@@ -22,9 +22,12 @@ from canopy.timefmt import utcnow
 
 
 def queue_create(store: Store, name: str) -> dict[str, Any]:
-    """An empty queue."""
+    """An empty queue; names are unique so they can stand in for ids."""
     clean_name = one_line(name, "queue name")
     with store.transaction() as session:
+        taken = session.scalar(select(Queue.id).where(Queue.name == clean_name))
+        if taken is not None:
+            raise Refused(f"queue name {clean_name!r} is taken by {taken}")
         queue = Queue(id=new_id("queue"), name=clean_name, created_at=utcnow())
         session.add(queue)
         session.flush()
@@ -110,7 +113,7 @@ def remove_member_row(session: Session, queue_id: str, spec_id: str) -> None:
 
 
 def _clean_group(group: str | None) -> str | None:
-    return None if group is None else one_line(group, "group")
+    return None if group is None else one_line(group, "group", GROUP_MAX_LENGTH)
 
 
 def _resolve_pair(session: Session, queue: str, spec: str, member: bool) -> tuple[str, str]:

@@ -93,6 +93,7 @@ def spec_delete(store: Store, spec: str) -> dict[str, Any]:
     with store.transaction() as session:
         row = _load(session, spec)
         _refuse_if_bound(session, row, "delete")
+        _refuse_if_in_progress(row)
         active = _active_runs_draining(session, row.id)
         if active:
             raise Refused(
@@ -115,8 +116,7 @@ def spec_set_status(store: Store, spec: str, action: str) -> dict[str, Any]:
     with store.transaction() as session:
         row = _load(session, spec)
         _refuse_if_bound(session, row, action)
-        if row.status == "in_progress":
-            raise Refused(f"spec {row.id} is in_progress in a run; stop or reset the run first")
+        _refuse_if_in_progress(row)
         row.status = SET_STATUS_ACTIONS[action]
         row.updated_at = utcnow()
         session.flush()
@@ -127,7 +127,8 @@ def spec_section(store: Store, spec: str, section: str) -> dict[str, Any]:
     """One canonical section of a spec body, as markdown."""
     with store.transaction() as session:
         row = _load(session, spec)
-        return {"id": row.id, "section": section, "markdown": specformat.section(row.body, section)}
+        markdown = specformat.section(row.body, section)
+        return {"id": row.id, "section": specformat.section_name(section), "markdown": markdown}
 
 
 def _load(session: Session, spec: str) -> Spec:
@@ -155,6 +156,11 @@ def _refuse_if_bound(session: Session, spec: Spec, verb: str) -> None:
             f"spec {spec.id} is bound to graph {', '.join(graphs)}; "
             f"{verb} applies to standalone specs only"
         )
+
+
+def _refuse_if_in_progress(spec: Spec) -> None:
+    if spec.status == "in_progress":
+        raise Refused(f"spec {spec.id} is in_progress in a run; stop or reset the run first")
 
 
 def _queue_ids_of(session: Session, spec_id: str) -> list[str]:

@@ -6,9 +6,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from canopy.errors import Refused
 from canopy.paths import configured_db_url, sqlite_path
 from canopy.store.schema_version import HEAD_REVISION
 
@@ -66,8 +68,13 @@ class Store:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.engine = make_engine(url)
-        migrate(self.engine)
+        try:
+            self.engine = make_engine(url)
+            migrate(self.engine)
+        except (SQLAlchemyError, ImportError) as error:
+            where = make_url(url).render_as_string(hide_password=True)
+            reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+            raise Refused(f"cannot open the store at {where}: {reason}") from error
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @contextmanager

@@ -1,0 +1,325 @@
+"""Graphs: create, list, get, edit, delete (``graph`` / ``graph_edit``, DESIGN §5, §9).
+
+A definition is validated by :mod:`canopy.graphs.model` before anything is written; the
+spec references it binds are resolved here, against the store, in the same transaction
+that writes the graph. A spec is bound to one graph at most (the graph's runs change its
+status, so two graphs owning it would race). Edits are allowed during a run: the run
+reads nodes, ensembles and prompts from the store at every dispatch, so an edit takes
+effect at the next node launch. Deleting a graph is refused while a run of it is active.
+
+``graph_get`` is the ``graph info --json`` shape: the definition, the bound specs, the
+run record (runs, the latest run's node runs, queue-driven progress rebuilt from
+``run_specs`` and ``node_runs``) and the live fields later parts of the engine fill.
+"""
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
+
+from canopy.errors import Refused
+from canopy.graphs.model import GraphDefinition, validate_definition
+from canopy.ids import new_id
+from canopy.ops.common import rows_of
+from canopy.statuses import ACTIVE_RUN_STATUSES
+from canopy.store import queries
+from canopy.store.engine import Store
+from canopy.store.models import Graph, GraphSpec, NodeRun, Queue, Run, RunSpec, Spec
+from canopy.timefmt import to_iso, utcnow
+
+
+def graph_create(store: Store, definition: Mapping[str, Any]) -> dict[str, Any]:
+    """A new, idle graph from a whole definition, binding the specs it lists."""
+    graph = validate_definition(definition)
+    now = utcnow()
+    with store.transaction() as session:
+        row = Graph(id=new_id("graph"), status="idle", blocker=None, created_at=now)
+        _write_definition(row, graph, now)
+        session.add(row)
+        session.flush()
+        _bind_specs(session, row.id, graph.specs)
+        return _graph_json(session, row)
+
+
+def graph_list(store: Store) -> list[dict[str, Any]]:
+    """Every graph, oldest first, with its status, blocker and counts."""
+    with store.transaction() as session:
+        spec_counts = {
+            graph_id: count
+            for graph_id, count in session.execute(
+                select(GraphSpec.graph_id, func.count()).group_by(GraphSpec.graph_id)
+            )
+        }
+        active = {
+            graph_id: run_id
+            for graph_id, run_id in session.execute(
+                select(Run.graph_id, Run.id).where(Run.status.in_(ACTIVE_RUN_STATUSES))
+            )
+        }
+        graphs = session.scalars(select(Graph).order_by(Graph.created_at, Graph.id))
+        return [
+            {
+                "id": graph.id,
+                "name": graph.name,
+                "status": graph.status,
+                "blocker": graph.blocker,
+                "workdir": graph.workdir,
+                "nodes": len(graph.nodes),
+                "specs": spec_counts.get(graph.id, 0),
+                "active_run": active.get(graph.id),
+                "updated_at": to_iso(graph.updated_at),
+            }
+            for graph in graphs
+        ]
+
+
+def graph_get(store: Store, graph: str) -> dict[str, Any]:
+    """One graph: its definition, bound specs and run record (``graph info --json``)."""
+    with store.transaction() as session:
+        return _graph_json(session, _load(session, graph))
+
+
+def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+    """Replace the fields ``changes`` names, keep the rest, and re-validate the whole.
+
+    ``hooks`` replaces the hook list of each event it names (other events are kept);
+    ``specs`` replaces the bound specs, in the new order.
+    """
+    if not changes:
+        raise Refused("graph edit needs at least one field to change")
+    with store.transaction() as session:
+        row = _load(session, graph, lock=True)
+        merged = {**_definition_of(session, row), **changes}
+        if isinstance(changes.get("hooks"), Mapping):
+            merged["hooks"] = {**row.hooks, **changes["hooks"]}
+        checked = validate_definition(merged)
+        _write_definition(row, checked, utcnow())
+        if "specs" in changes:
+            session.execute(delete(GraphSpec).where(GraphSpec.graph_id == row.id))
+            _bind_specs(session, row.id, checked.specs)
+        session.flush()
+        return _graph_json(session, row)
+
+
+def graph_delete(store: Store, graph: str) -> dict[str, Any]:
+    """Delete a graph and its run record; its bound specs become standalone again."""
+    with store.transaction() as session:
+        row = _load(session, graph, lock=True)
+        active = _first_active(_runs(session, row.id))
+        if active is not None:
+            raise Refused(
+                f"graph {row.id} has an active run {active.id} ({active.status}); "
+                "stop or reset it before deleting the graph"
+            )
+        released = [spec["id"] for spec in _bound_specs(session, row.id)]
+        session.delete(row)
+        return {"id": row.id, "deleted": True, "released_specs": released}
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _load(session: Session, graph: str, lock: bool = False) -> Graph:
+    """The graph ``graph`` names; with ``lock``, after taking its write lock.
+
+    Locking before reading makes edits, deletes and run starts of one graph serialise
+    (a write lock on SQLite, a row lock on Postgres) instead of working from a stale row.
+    """
+    graph_id = queries.resolve_id(rows_of(session), "graph", graph)
+    if lock:
+        session.execute(update(Graph).where(Graph.id == graph_id).values(name=Graph.name))
+    row = session.get(Graph, graph_id)
+    if row is None:
+        raise Refused(f"no graph matches {graph!r}")
+    return row
+
+
+def _write_definition(row: Graph, graph: GraphDefinition, now: datetime) -> None:
+    """Copy a checked definition onto the graph's row (not its bound specs)."""
+    row.name = graph.name
+    row.workdir = graph.workdir
+    row.allow_dirty_start = graph.allow_dirty_start
+    row.nodes = [node.model_dump(exclude_none=True) for node in graph.nodes]
+    row.ensembles = {
+        name: [member.model_dump(exclude_none=True) for member in members]
+        for name, members in graph.ensembles.items()
+    }
+    row.hooks = graph.hooks
+    row.updated_at = now
+
+
+def _definition_of(session: Session, row: Graph) -> dict[str, Any]:
+    """The stored graph as a definition, the base an edit's changes are merged into."""
+    return {
+        "name": row.name,
+        "workdir": row.workdir,
+        "allow_dirty_start": row.allow_dirty_start,
+        "nodes": row.nodes,
+        "ensembles": row.ensembles,
+        "hooks": row.hooks,
+        "specs": [spec["id"] for spec in _bound_specs(session, row.id)],
+    }
+
+
+def _bind_specs(session: Session, graph_id: str, refs: list[str]) -> None:
+    """Resolve ``refs`` and bind them in order; refuses duplicates and specs bound elsewhere."""
+    rows = rows_of(session)
+    spec_ids = [queries.resolve_id(rows, "spec", ref) for ref in refs]
+    seen: set[str] = set()
+    for spec_id in spec_ids:
+        if spec_id in seen:
+            raise Refused(f"spec {spec_id} is listed twice in specs")
+        seen.add(spec_id)
+    if spec_ids:
+        # Lock the specs first so two graphs cannot both bind one spec concurrently.
+        session.execute(update(Spec).where(Spec.id.in_(spec_ids)).values(name=Spec.name))
+    taken = session.execute(
+        select(GraphSpec.spec_id, Graph.id, Graph.name)
+        .join(Graph, Graph.id == GraphSpec.graph_id)
+        .where(GraphSpec.spec_id.in_(spec_ids), GraphSpec.graph_id != graph_id)
+        .order_by(GraphSpec.spec_id)
+    ).first()
+    if taken is not None:
+        spec_id, other_id, other_name = taken
+        raise Refused(
+            f"spec {spec_id} is already bound to graph {other_id} ({other_name}); "
+            "a spec belongs to one graph at most"
+        )
+    session.add_all(
+        GraphSpec(graph_id=graph_id, spec_id=spec_id, position=position)
+        for position, spec_id in enumerate(spec_ids)
+    )
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _graph_json(session: Session, row: Graph) -> dict[str, Any]:
+    run_rows = _runs(session, row.id)
+    active = _first_active(run_rows)
+    runs = [_run_json(run) for run in run_rows]
+    return {
+        "id": row.id,
+        "name": row.name,
+        "status": row.status,
+        "workdir": row.workdir,
+        "allow_dirty_start": row.allow_dirty_start,
+        "blocker": row.blocker,
+        "hooks": row.hooks,
+        "nodes": row.nodes,
+        "ensembles": row.ensembles,
+        "specs": _bound_specs(session, row.id),
+        "active_run": _run_json(active) if active is not None else None,
+        "runs": runs,
+        "node_runs": _node_runs(session, runs[0]["id"]) if runs else [],
+        "completion_hook_runs": [],
+        "queue_progress": _queue_progress(session, runs),
+        "scheduled_resume_at": None,
+        "consistency_warning": None,
+        "created_at": to_iso(row.created_at),
+        "updated_at": to_iso(row.updated_at),
+    }
+
+
+def _bound_specs(session: Session, graph_id: str) -> list[dict[str, Any]]:
+    result = session.execute(
+        select(Spec.id, Spec.name, Spec.status)
+        .join(GraphSpec, GraphSpec.spec_id == Spec.id)
+        .where(GraphSpec.graph_id == graph_id)
+        .order_by(GraphSpec.position)
+    )
+    return [{"id": spec_id, "name": name, "status": status} for spec_id, name, status in result]
+
+
+def _runs(session: Session, graph_id: str) -> list[Run]:
+    """The graph's runs, newest first."""
+    return list(
+        session.scalars(select(Run).where(Run.graph_id == graph_id).order_by(Run.number.desc()))
+    )
+
+
+def _first_active(runs: list[Run]) -> Run | None:
+    """The run that still owns the graph (running or paused), if any."""
+    return next((run for run in runs if run.status in ACTIVE_RUN_STATUSES), None)
+
+
+def _run_json(run: Run) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "number": run.number,
+        "status": run.status,
+        "queue_id": run.queue_id,
+        "workdir": run.workdir,
+        "workflow_id": run.workflow_id,
+        "summary": run.summary,
+        "started_at": to_iso(run.started_at),
+        "ended_at": to_iso(run.ended_at),
+    }
+
+
+def _node_runs(session: Session, run_id: str) -> list[dict[str, Any]]:
+    """One run's node runs in launch order, with the spec's name when it still exists."""
+    result = session.execute(
+        select(NodeRun, Spec.name)
+        .outerjoin(Spec, Spec.id == NodeRun.spec_id)
+        .where(NodeRun.run_id == run_id)
+        .order_by(NodeRun.id)
+    )
+    return [
+        {
+            "id": node_run.id,
+            "spec_id": node_run.spec_id,
+            "spec_name": spec_name,
+            "node": node_run.node,
+            "visit": node_run.visit,
+            "platform": node_run.platform,
+            "status": node_run.status,
+            "exit_code": node_run.exit_code,
+            "log_path": node_run.log_path,
+            "harness_session_id": node_run.harness_session_id,
+            "started_at": to_iso(node_run.started_at),
+            "ended_at": to_iso(node_run.ended_at),
+        }
+        for node_run, spec_name in result
+    ]
+
+
+def _queue_progress(session: Session, runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What the latest queue-driven run did, rebuilt from its ``run_specs`` and ``node_runs``.
+
+    One entry per spec in the order the run reached it; a spec that passed through the
+    run more than once (e.g. resumed after a usage limit) shows its latest outcome and
+    every node it ran, in launch order.
+    """
+    run = next((run for run in runs if run["queue_id"] is not None), None)
+    if run is None:
+        return None
+    members: dict[str, dict[str, Any]] = {}
+    passages = session.execute(
+        select(RunSpec.spec_id, RunSpec.group, RunSpec.outcome, Spec.name)
+        .outerjoin(Spec, Spec.id == RunSpec.spec_id)
+        .where(RunSpec.run_id == run["id"])
+        .order_by(RunSpec.id)
+    )
+    for spec_id, group, outcome, name in passages:
+        member = members.setdefault(spec_id, {"spec_id": spec_id, "name": name, "nodes": []})
+        member.update(group=group, outcome=outcome)
+    launched = session.execute(
+        select(NodeRun.spec_id, NodeRun.node)
+        .where(NodeRun.run_id == run["id"])
+        .order_by(NodeRun.id)
+    )
+    for spec_id, node in launched:
+        if spec_id in members:
+            members[spec_id]["nodes"].append(node)
+    queue_name = session.scalar(select(Queue.name).where(Queue.id == run["queue_id"]))
+    return {
+        "run_id": run["id"],
+        "run_number": run["number"],
+        "run_status": run["status"],
+        "queue_id": run["queue_id"],
+        "queue_name": queue_name,
+        "members": list(members.values()),
+    }

@@ -1,0 +1,178 @@
+"""Starting a graph run (``graph_control run``) and waiting for it to settle.
+
+The launch guard (DESIGN §6.1) runs before anything is written: one active run per graph,
+a git work tree, and a clean tree unless the graph allows a dirty start. The run is
+recorded, then the GraphRun workflow is started; if Temporal cannot be reached the record
+is rolled back, so a refused start leaves nothing behind.
+"""
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+
+from canopy import temporal_client
+from canopy.errors import Refused
+from canopy.ids import new_id
+from canopy.ops.common import rows_of
+from canopy.runmodels import RunInput
+from canopy.statuses import ACTIVE_RUN_STATUSES
+from canopy.store import queries
+from canopy.store.engine import Store
+from canopy.store.models import Graph, Run
+from canopy.timefmt import utcnow
+from canopy.workdirs import normalize_workdir
+from canopy.worktree import describe_dirty, require_work_tree, worktree_state
+
+WORKFLOW_NAME = "GraphRun"
+
+
+def workflow_id_for(graph_id: str, number: int) -> str:
+    """``canopy-graph-…-run-3``: derived from the graph and its run number."""
+    return f"canopy-{graph_id}-run-{number}"
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A recorded run, ready for its workflow to start."""
+
+    start: RunInput
+    workflow_id: str
+    number: int
+
+
+def prepare_run(
+    store: Store, graph: str, queue: str | None = None, workdir: str | None = None
+) -> PreparedRun:
+    """Validate a start and record the run (graph ``running``)."""
+    with store.transaction() as session:
+        rows = rows_of(session)
+        graph_id = queries.resolve_id(rows, "graph", graph)
+        queue_id = queries.resolve_id(rows, "queue", queue) if queue is not None else None
+        row = session.get_one(Graph, graph_id)
+        active = session.scalar(
+            select(Run.id).where(Run.graph_id == graph_id, Run.status.in_(ACTIVE_RUN_STATUSES))
+        )
+        if active is not None:
+            raise Refused(f"graph {row.name} ({graph_id}) already has an active run {active}")
+        run_workdir = normalize_workdir(workdir) if workdir is not None else row.workdir
+        if run_workdir is None:
+            raise Refused(f"graph {row.name} has no workdir; pass one with --workdir")
+        require_work_tree(run_workdir)
+        if not row.allow_dirty_start:
+            state = worktree_state(run_workdir)
+            if not state.clean:
+                raise Refused(
+                    f"workdir {run_workdir} is dirty ({describe_dirty(state)}); commit or "
+                    "stash, or set allow_dirty_start on the graph"
+                )
+        number = 1 + int(
+            session.scalar(
+                select(func.coalesce(func.max(Run.number), 0)).where(Run.graph_id == graph_id)
+            )
+        )
+        run = Run(
+            id=new_id("run"),
+            graph_id=graph_id,
+            number=number,
+            queue_id=queue_id,
+            workdir=run_workdir,
+            workflow_id=workflow_id_for(graph_id, number),
+            status="running",
+            started_at=utcnow(),
+        )
+        session.add(run)
+        row.status = "running"
+        row.blocker = None
+        row.updated_at = utcnow()
+        start = RunInput(
+            run_id=run.id,
+            graph_id=graph_id,
+            graph_name=row.name,
+            queue_id=queue_id,
+            workdir=run_workdir,
+            agents_task_queue=temporal_client.agents_task_queue(),
+        )
+        return PreparedRun(start=start, workflow_id=run.workflow_id, number=number)
+
+
+def forget_run(store: Store, run_id: str, graph_status: str) -> None:
+    """Undo :func:`prepare_run` when the workflow could not be started."""
+    with store.transaction() as session:
+        run = session.get_one(Run, run_id)
+        graph = session.get_one(Graph, run.graph_id)
+        graph.status = graph_status
+        session.delete(run)
+
+
+async def graph_run(
+    store: Store, graph: str, queue: str | None = None, workdir: str | None = None
+) -> dict[str, Any]:
+    """Start a run of ``graph`` over its bound specs or ``queue``; refused per the guard."""
+    with store.transaction() as session:
+        graph_id = queries.resolve_id(rows_of(session), "graph", graph)
+        status_before = session.get_one(Graph, graph_id).status
+    prepared = prepare_run(store, graph_id, queue, workdir)
+    try:
+        await start_workflow(prepared)
+    except BaseException:
+        forget_run(store, prepared.start.run_id, status_before)
+        raise
+    start = prepared.start
+    return {
+        "run_id": start.run_id,
+        "number": prepared.number,
+        "graph_id": start.graph_id,
+        "graph_name": start.graph_name,
+        "queue_id": start.queue_id,
+        "workdir": start.workdir,
+        "workflow_id": prepared.workflow_id,
+        "status": "running",
+    }
+
+
+async def start_workflow(prepared: PreparedRun) -> None:
+    """Start GraphRun with search attributes for graph id/name and queue id."""
+    from temporalio.common import SearchAttributeKey, TypedSearchAttributes
+
+    start = prepared.start
+    client = await temporal_client.connect()
+    pairs = [
+        SearchAttributeKey.for_keyword(temporal_client.SEARCH_ATTRIBUTE_GRAPH_ID).value_set(
+            start.graph_id
+        ),
+        SearchAttributeKey.for_keyword(temporal_client.SEARCH_ATTRIBUTE_GRAPH_NAME).value_set(
+            start.graph_name
+        ),
+    ]
+    if start.queue_id is not None:
+        pairs.append(
+            SearchAttributeKey.for_keyword(temporal_client.SEARCH_ATTRIBUTE_QUEUE_ID).value_set(
+                start.queue_id
+            )
+        )
+    await client.start_workflow(
+        WORKFLOW_NAME,
+        start,
+        id=prepared.workflow_id,
+        task_queue=temporal_client.MAIN_TASK_QUEUE,
+        search_attributes=TypedSearchAttributes(pairs),
+        static_summary=f"{start.graph_name}: run {prepared.number}",
+    )
+
+
+async def wait_until_settled(store: Store, graph: str, timeout: float) -> dict[str, Any]:
+    """Poll the store until the graph is no longer ``running``; refuse on timeout."""
+    with store.transaction() as session:
+        graph_id = queries.resolve_id(rows_of(session), "graph", graph)
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        with store.transaction() as session:
+            row = session.get_one(Graph, graph_id)
+            status, blocker, name = row.status, row.blocker, row.name
+        if status != "running":
+            return {"graph_id": graph_id, "name": name, "status": status, "blocker": blocker}
+        if asyncio.get_running_loop().time() >= deadline:
+            raise Refused(f"graph {name} is still running after {timeout:g} s")
+        await asyncio.sleep(0.2)
