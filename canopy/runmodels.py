@@ -1,0 +1,92 @@
+"""Payloads between the GraphRun workflow and its activities.
+
+Small on purpose: ids, names, paths and outcomes — never agent output (that goes to log
+files under the data dir). Pydantic models, carried by the pydantic data converter.
+"""
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+SpecOutcome = Literal["completed", "failed", "skipped", "interrupted", "limit_blocked"]
+NodeStatus = Literal["succeeded", "failed", "limit_blocked", "timed_out", "interrupted"]
+
+
+class RunCounts(BaseModel):
+    """What a run has done so far; carried across continue-as-new."""
+
+    completed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    specs_started: int = 0
+
+
+class RunInput(BaseModel):
+    """Everything GraphRun needs to start (or continue as new)."""
+
+    run_id: str
+    graph_id: str
+    graph_name: str
+    queue_id: str | None = None
+    workdir: str
+    agents_task_queue: str
+    heartbeat_timeout_seconds: int = 30
+    counts: RunCounts = Field(default_factory=RunCounts)
+
+
+class NextSpec(BaseModel):
+    """The spec a run works on next, read fresh from the store."""
+
+    spec_id: str
+    name: str
+    group: str | None = None
+
+
+class NodeStep(BaseModel):
+    """One node as stored at dispatch time, with its transitions resolved."""
+
+    name: str
+    definition: dict[str, Any]
+    next_node: str | None
+    on_failure: str | None
+    max_visits: int
+    timeout_minutes: float | None
+
+
+class NodeLaunch(BaseModel):
+    """What the agents-queue activity needs to run one node for one spec."""
+
+    run_id: str
+    node_run_id: int
+    graph_id: str
+    graph_name: str
+    spec_id: str
+    workdir: str
+    node: dict[str, Any]
+    resume_session_id: str | None = None
+
+
+class NodeResult(BaseModel):
+    """How one node run ended."""
+
+    status: NodeStatus
+    exit_code: int | None = None
+    log_path: str | None = None
+    harness_session_id: str | None = None
+    platform: str | None = None
+    limit_reset_at: datetime | None = None
+    error: str | None = None
+
+
+class RunStatus(BaseModel):
+    """The ``status`` query: what the run is doing right now."""
+
+    run_id: str
+    spec_id: str | None = None
+    spec_name: str | None = None
+    node: str | None = None
+    node_run_id: int | None = None
+    scheduled_resume_at: datetime | None = None
+    waiting_for: str | None = None
+    counts: RunCounts = Field(default_factory=RunCounts)
