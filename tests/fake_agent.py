@@ -1,0 +1,585 @@
+#!/usr/bin/env python3
+"""A stand-in for the ``claude``, ``codex`` and ``gemini`` CLIs, for tests.
+
+It accepts each CLI's headless argv and prints that CLI's JSON-lines output (session or
+thread id: a fresh uuid4, or the resumed id), so the real platform adapters parse it.
+Point a built-in platform at it with ``[platforms.claude] executable = [python, path]``.
+
+Format: ``$FAKE_AGENT_FORMAT`` (claude | codex | gemini) if set, else ``codex`` when
+argv starts with ``exec``, ``claude`` when it has ``--verbose``, else ``gemini``. Unknown
+options exit 2, as the real CLIs do, so a wrong argv fails loudly.
+
+Behaviour is steered by directives: prompt lines ``FAKE: <verb> <args>`` and the lines of
+``$FAKE_AGENT_DIRECTIVES`` (``FAKE:`` optional there; those run first), in order:
+
+- ``write PATH TEXT`` / ``append PATH TEXT``: write (or append) TEXT and a newline to PATH
+  (relative to the cwd; parent directories are created)
+- ``commit MESSAGE``: ``git add -A`` and commit (own identity, ``--allow-empty`` so a
+  retried run does not fail on an already-committed change)
+- ``say TEXT``: an assistant message; ``stderr TEXT``: a line on stderr
+- ``sleep SECONDS``; ``hang``: sleep until killed (after the session id is printed)
+- ``exit N``: end with exit status N (an error result unless N is 0)
+- ``exit-once MARKER N``: like ``exit N`` if file MARKER is absent (it is created), else go on
+- ``limit [SECONDS]``: print this format's usage-limit output with a reset SECONDS ahead
+  (default 5 hours) and exit 1; ``limit-once MARKER [SECONDS]``: only if MARKER is absent
+
+Unknown or malformed directives exit 2. With no ending directive the run succeeds (exit 0). Each run
+appends one JSON line to ``$FAKE_AGENT_RECORD`` (if set) before obeying directives:
+``{"format", "resumed", "session_id", "prompt", "model", "effort", "cwd", "argv", "pid"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+DEFAULT_LIMIT_SECONDS = 5 * 3600
+_GIT_IDENTITY = [
+    *("-c", "user.name=Fake Agent"),
+    *("-c", "user.email=fake@agent.invalid"),
+    *("-c", "commit.gpgsign=false"),
+]
+
+# Options each CLI accepts here: name -> whether it takes a value.
+_OPTIONS: dict[str, dict[str, bool]] = {
+    "claude": {
+        "-p": False,
+        "--print": False,
+        "--output-format": True,
+        "--verbose": False,
+        "--model": True,
+        "--effort": True,
+        "--resume": True,
+        "-r": True,
+        "--permission-mode": True,
+        "--dangerously-skip-permissions": False,
+        "--append-system-prompt": True,
+        "--max-turns": True,
+    },
+    "codex": {
+        "--json": False,
+        "--model": True,
+        "-m": True,
+        "-c": True,
+        "--config": True,
+        "--full-auto": False,
+        "--skip-git-repo-check": False,
+        "--sandbox": True,
+        "-s": True,
+        "--dangerously-bypass-approvals-and-sandbox": False,
+    },
+    "gemini": {
+        "-p": True,
+        "--prompt": True,
+        "--output-format": True,
+        "-m": True,
+        "--model": True,
+        "--resume": True,
+        "-r": True,
+        "--yolo": False,
+        "-y": False,
+        "--approval-mode": True,
+    },
+}
+
+
+class UsageError(Exception):
+    """A command line the real CLI would reject."""
+
+
+@dataclass
+class Invocation:
+    """What the command line asked for."""
+
+    format: str
+    options: dict[str, list[str]] = field(default_factory=dict)
+    positionals: list[str] = field(default_factory=list)
+    resume: str | None = None
+
+    def option(self, *names: str) -> str | None:
+        """The last value given to the first of ``names`` present."""
+        return next((self.options[name][-1] for name in names if name in self.options), None)
+
+    def read_prompt(self) -> str:
+        """The prompt: an option (gemini), the positional argument, or stdin."""
+        given = self.option("-p", "--prompt") if self.format == "gemini" else None
+        if given is not None:
+            return given
+        return " ".join(self.positionals) if self.positionals else sys.stdin.read()
+
+    @property
+    def model(self) -> str | None:
+        """The requested model, if any."""
+        return self.option("--model", "-m")
+
+    @property
+    def effort(self) -> str | None:
+        """Claude's ``--effort``, or codex's ``-c model_reasoning_effort=…``."""
+        if self.format != "codex":
+            return self.option("--effort")
+        overrides = [*self.options.get("-c", []), *self.options.get("--config", [])]
+        efforts = [
+            value
+            for key, _, value in (o.partition("=") for o in overrides)
+            if key == "model_reasoning_effort"
+        ]
+        return efforts[-1] if efforts else None
+
+
+def detect_format(args: list[str]) -> str:
+    """Which CLI this invocation imitates."""
+    forced = os.environ.get("FAKE_AGENT_FORMAT")
+    if forced:
+        if forced not in _OPTIONS:
+            raise UsageError(f"FAKE_AGENT_FORMAT must be one of {', '.join(_OPTIONS)}")
+        return forced
+    if args[:1] == ["exec"]:
+        return "codex"
+    return "claude" if "--verbose" in args else "gemini"
+
+
+def parse(args: list[str]) -> Invocation:
+    """Parse argv like the imitated CLI (``--`` ends options; ``--opt=value`` works)."""
+    invocation = Invocation(detect_format(args))
+    if invocation.format == "codex":
+        if args[:1] != ["exec"]:
+            raise UsageError("fake codex only supports 'exec'")
+        args = args[1:]
+    known = _OPTIONS[invocation.format]
+    tokens = iter(args)
+    only_positionals = False
+    for token in tokens:
+        if only_positionals or not token.startswith("-") or token == "-":
+            _positional(invocation, token, tokens, only_positionals)
+        elif token == "--":
+            only_positionals = True
+        else:
+            name, has_inline, inline = token.partition("=")
+            if name not in known:
+                raise UsageError(f"unknown option '{name}'")
+            value = (inline if has_inline else next(tokens, None)) if known[name] else ""
+            if value is None:
+                raise UsageError(f"option '{name}' needs a value")
+            invocation.options.setdefault(name, []).append(value)
+    if invocation.format != "codex":
+        invocation.resume = invocation.option("--resume", "-r")
+    return invocation
+
+
+def _positional(invocation: Invocation, token: str, rest: Iterator[str], literal: bool) -> None:
+    """A positional argument; for codex, ``resume ID`` before any prompt is a subcommand."""
+    starts_resume = invocation.format == "codex" and not literal and not invocation.positionals
+    if starts_resume and token == "resume" and invocation.resume is None:
+        invocation.resume = next(rest, None)
+        if invocation.resume is None:
+            raise UsageError("resume needs a session id")
+        return
+    invocation.positionals.append(token)
+
+
+def check_output_format(invocation: Invocation) -> None:
+    """The fake only speaks the JSON-lines formats Canopy asks for."""
+    if invocation.format == "codex":
+        if "--json" not in invocation.options:
+            raise UsageError("fake codex needs --json")
+    elif invocation.option("--output-format") != "stream-json":
+        raise UsageError("fake agent needs --output-format stream-json")
+
+
+# ----------------------------------------------------------------- output formats
+
+
+class Emitter(ABC):
+    """Prints one CLI's events; subclasses shape them like the real CLI."""
+
+    def __init__(self, session_id: str, model: str | None, prompt: str) -> None:
+        self.session_id = session_id
+        self.model = model or "fake-model"
+        self.prompt = prompt
+
+    def emit(self, event: dict[str, Any]) -> None:
+        """One JSON line, flushed so a streaming reader sees it at once."""
+        print(json.dumps(event, separators=(",", ":")), flush=True)
+
+    @abstractmethod
+    def start(self) -> None:
+        """The event announcing the session."""
+
+    @abstractmethod
+    def say(self, text: str) -> None:
+        """An assistant message."""
+
+    @abstractmethod
+    def succeed(self, text: str) -> None:
+        """The events of a successful end."""
+
+    @abstractmethod
+    def fail(self, message: str) -> None:
+        """The events of a failed run."""
+
+    @abstractmethod
+    def limit(self, reset: datetime) -> None:
+        """The CLI's usage-limit output for a limit resetting at ``reset``."""
+
+
+class ClaudeEmitter(Emitter):
+    """``claude -p --output-format stream-json --verbose``."""
+
+    def start(self) -> None:
+        self.emit(
+            {
+                "type": "system",
+                "subtype": "init",
+                "cwd": os.getcwd(),
+                "session_id": self.session_id,
+                "tools": ["Bash", "Edit", "Read"],
+                "mcp_servers": [],
+                "model": self.model,
+                "permissionMode": "default",
+                "apiKeySource": "none",
+                "uuid": str(uuid.uuid4()),
+            }
+        )
+
+    def say(self, text: str, model: str | None = None) -> None:
+        content = [{"type": "text", "text": text}]
+        message = {"role": "assistant", "model": model or self.model, "content": content}
+        self.emit(
+            {
+                "type": "assistant",
+                "message": {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", **message},
+                "parent_tool_use_id": None,
+                "session_id": self.session_id,
+                "uuid": str(uuid.uuid4()),
+            }
+        )
+
+    def _result(self, text: str, *, error: bool, subtype: str) -> None:
+        self.emit(
+            {
+                "type": "result",
+                "subtype": subtype,
+                "is_error": error,
+                "duration_ms": 12,
+                "duration_api_ms": 0,
+                "num_turns": 1,
+                "result": text,
+                "session_id": self.session_id,
+                "total_cost_usd": 0,
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+                "uuid": str(uuid.uuid4()),
+            }
+        )
+
+    def succeed(self, text: str) -> None:
+        self.say(text)
+        self._result(text, error=False, subtype="success")
+
+    def fail(self, message: str) -> None:
+        self._result(message, error=True, subtype="error_during_execution")
+
+    def limit(self, reset: datetime) -> None:
+        epoch = int(reset.timestamp())
+        info = {
+            "status": "rejected",
+            "resetsAt": epoch,
+            "rateLimitType": "five_hour",
+            "overageStatus": "rejected",
+            "isUsingOverage": False,
+        }
+        event = {"type": "rate_limit_event", "rate_limit_info": info}
+        self.emit({**event, "session_id": self.session_id})
+        text = f"Claude AI usage limit reached|{epoch}"
+        self.say(text, model="<synthetic>")
+        self._result(text, error=True, subtype="success")
+
+
+class CodexEmitter(Emitter):
+    """``codex exec --json``."""
+
+    def start(self) -> None:
+        self.emit({"type": "thread.started", "thread_id": self.session_id})
+        self.emit({"type": "turn.started"})
+
+    def say(self, text: str) -> None:
+        item = {"id": f"item_{uuid.uuid4().hex[:6]}", "type": "agent_message", "text": text}
+        self.emit({"type": "item.completed", "item": item})
+
+    def succeed(self, text: str) -> None:
+        self.say(text)
+        usage = {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 5}
+        self.emit({"type": "turn.completed", "usage": usage})
+
+    def fail(self, message: str) -> None:
+        self.emit({"type": "error", "message": message})
+        self.emit({"type": "turn.failed", "error": {"message": message}})
+
+    def limit(self, reset: datetime) -> None:
+        self.fail(
+            "You've hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), "
+            "visit https://chatgpt.com/codex/settings/usage to purchase more credits or try "
+            f"again at {codex_time(reset)}."
+        )
+
+
+def codex_time(reset: datetime) -> str:
+    """Codex's rendering of a reset: local ``3:05 PM``, or ``Sep 18th, 2025 3:05 PM``."""
+    local = reset.astimezone()
+    clock = f"{local.hour % 12 or 12}:{local.minute:02d} {'AM' if local.hour < 12 else 'PM'}"
+    if local.date() == datetime.now().astimezone().date():
+        return clock
+    day = local.day
+    suffix = "th" if 11 <= day <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+    return f"{local:%b} {day}{suffix}, {local.year} {clock}"
+
+
+class GeminiEmitter(Emitter):
+    """``gemini --output-format stream-json``."""
+
+    def _now(self) -> str:
+        return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+    def start(self) -> None:
+        self.emit(
+            {
+                "type": "init",
+                "timestamp": self._now(),
+                "session_id": self.session_id,
+                "model": self.model,
+            }
+        )
+        user = {"type": "message", "timestamp": self._now(), "role": "user"}
+        self.emit({**user, "content": self.prompt})
+
+    def say(self, text: str) -> None:
+        self.emit(
+            {
+                "type": "message",
+                "timestamp": self._now(),
+                "role": "assistant",
+                "content": text,
+                "delta": True,
+            }
+        )
+
+    def _result(self, status: str, error: dict[str, str] | None = None) -> None:
+        stats = {"total_tokens": 15, "input_tokens": 10, "output_tokens": 5, "duration_ms": 12}
+        event: dict[str, Any] = {"type": "result", "timestamp": self._now(), "status": status}
+        if error is not None:
+            event["error"] = error
+        self.emit({**event, "stats": stats})
+
+    def succeed(self, text: str) -> None:
+        self.say(text)
+        self._result("success")
+
+    def fail(self, message: str) -> None:
+        self._result("error", {"type": "FatalError", "message": message})
+
+    def limit(self, reset: datetime) -> None:
+        left = max(0, int((reset - datetime.now(UTC)).total_seconds()))
+        wait = gemini_duration(left)
+        message = (
+            f"You have exhausted your capacity on this model. Your quota will reset after {wait}."
+        )
+        self._result("error", {"type": "TerminalQuotaError", "message": message})
+
+
+def gemini_duration(seconds: int) -> str:
+    """Gemini's rendering of a wait: ``4h28m20s``, ``3m5s``, ``53s``."""
+    hours, minutes = seconds // 3600, seconds % 3600 // 60
+    if hours:
+        return f"{hours}h{minutes}m{seconds % 60}s"
+    return f"{minutes}m{seconds % 60}s" if minutes else f"{seconds}s"
+
+
+EMITTERS: dict[str, type[Emitter]] = {
+    "claude": ClaudeEmitter,
+    "codex": CodexEmitter,
+    "gemini": GeminiEmitter,
+}
+
+# -------------------------------------------------------------------- directives
+
+
+class Stop(Exception):
+    """End the run with this exit status (its events are already printed)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def directives(prompt: str) -> list[tuple[str, str]]:
+    """(verb, arguments) pairs: ``$FAKE_AGENT_DIRECTIVES`` first, then the prompt's."""
+    found: list[tuple[str, str]] = []
+    for line in os.environ.get("FAKE_AGENT_DIRECTIVES", "").splitlines():
+        text = line.strip().removeprefix("FAKE:").strip()
+        if text:
+            found.append(_split(text))
+    for line in prompt.splitlines():
+        text = line.strip()
+        if text.startswith("FAKE:"):
+            found.append(_split(text.removeprefix("FAKE:").strip()))
+    return found
+
+
+def _split(text: str) -> tuple[str, str]:
+    verb, _, rest = text.partition(" ")
+    return verb, rest.strip()
+
+
+def obey(verb: str, args: str, emitter: Emitter) -> None:
+    """Carry out one directive; raise :class:`Stop` to end the run."""
+    handler = HANDLERS.get(verb)
+    if handler is None:
+        print(f"fake agent: unknown directive {verb!r}", file=sys.stderr)
+        raise Stop(2)
+    try:
+        handler(args, emitter)
+    except ValueError as error:
+        print(f"fake agent: bad directive {verb} {args!r}: {error}", file=sys.stderr)
+        raise Stop(2) from error
+
+
+def _write(args: str, emitter: Emitter, mode: str = "w") -> None:
+    path_text, _, text = args.partition(" ")
+    path = Path(path_text)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open(mode, encoding="utf-8") as handle:
+        handle.write(text + "\n")
+
+
+def _append(args: str, emitter: Emitter) -> None:
+    _write(args, emitter, mode="a")
+
+
+def _commit(args: str, emitter: Emitter) -> None:
+    for command in (["add", "-A"], [*_GIT_IDENTITY, "commit", "-q", "--allow-empty", "-m", args]):
+        done = subprocess.run(["git", *command], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            emitter.fail(f"git {command[-1]} failed: {done.stderr.strip()}")
+            raise Stop(1)
+
+
+def _say(args: str, emitter: Emitter) -> None:
+    emitter.say(args)
+
+
+def _stderr(args: str, emitter: Emitter) -> None:
+    print(args, file=sys.stderr, flush=True)
+
+
+def _sleep(args: str, emitter: Emitter) -> None:
+    time.sleep(float(args))
+
+
+def _hang(args: str, emitter: Emitter) -> None:
+    while True:
+        time.sleep(3600)
+
+
+def _exit(args: str, emitter: Emitter) -> None:
+    code = int(args)
+    if code == 0:
+        emitter.succeed("fake agent exiting with 0")
+    else:
+        emitter.fail(f"fake agent exiting with {code}")
+    raise Stop(code)
+
+
+def _limit(args: str, emitter: Emitter) -> None:
+    seconds = float(args) if args else DEFAULT_LIMIT_SECONDS
+    emitter.limit(datetime.fromtimestamp(time.time() + seconds, UTC))
+    raise Stop(1)
+
+
+Handler = Callable[[str, Emitter], None]
+
+
+def _once(handler: Handler) -> Handler:
+    """``<verb>-once MARKER ARGS``: run ``handler(ARGS)`` only while MARKER is absent."""
+
+    def run(args: str, emitter: Emitter) -> None:
+        marker_text, _, rest = args.partition(" ")
+        marker = Path(marker_text)
+        if marker.exists():
+            return
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+        handler(rest.strip(), emitter)
+
+    return run
+
+
+HANDLERS: dict[str, Handler] = {
+    "write": _write,
+    "append": _append,
+    "commit": _commit,
+    "say": _say,
+    "stderr": _stderr,
+    "sleep": _sleep,
+    "hang": _hang,
+    "exit": _exit,
+    "exit-once": _once(_exit),
+    "limit": _limit,
+    "limit-once": _once(_limit),
+}
+
+# -------------------------------------------------------------------------- main
+
+
+def record(invocation: Invocation, session_id: str, prompt: str, argv: list[str]) -> None:
+    """Append this run to ``$FAKE_AGENT_RECORD`` (one JSON line, one write)."""
+    path = os.environ.get("FAKE_AGENT_RECORD")
+    if not path:
+        return
+    entry = {
+        "format": invocation.format,
+        "resumed": invocation.resume,
+        "session_id": session_id,
+        "prompt": prompt,
+        "model": invocation.model,
+        "effort": invocation.effort,
+        "cwd": os.getcwd(),
+        "argv": argv,
+        "pid": os.getpid(),
+    }
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(entry) + "\n")
+
+
+def main(argv: list[str]) -> int:
+    """Imitate one headless run of the CLI that ``argv`` addresses."""
+    try:
+        invocation = parse(argv)
+        check_output_format(invocation)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    prompt = invocation.read_prompt()
+    session_id = invocation.resume or str(uuid.uuid4())
+    record(invocation, session_id, prompt, argv)
+    emitter = EMITTERS[invocation.format](session_id, invocation.model, prompt)
+    emitter.start()
+    try:
+        for verb, args in directives(prompt):
+            obey(verb, args, emitter)
+    except Stop as stop:
+        return stop.code
+    emitter.succeed("fake agent done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

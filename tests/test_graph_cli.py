@@ -1,0 +1,127 @@
+"""``canopy graph …`` as users run it: subprocesses against a temporary ``CANOPY_HOME``."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from canopy.store.engine import Store
+from tests.cli_helpers import run_canopy
+from tests.conftest import snapshot
+from tests.test_cli import create_spec, imported_modules, ok, refused
+from tests.test_graphs import INFO_KEYS, example
+
+TOML_DEFINITION = '''
+name = "review"
+workdir = "/src/app"
+
+[[nodes]]
+name = "implement"
+platform = "claude"
+prompt = """
+Implement {{spec_name}}.
+{{requirements}}
+"""
+
+[[nodes]]
+name = "test"
+command = "make test SPEC={{spec_id}}"
+'''
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+def test_create_from_json_and_toml_then_list_info_edit_delete(home: Path, tmp_path: Path) -> None:
+    spec = create_spec(home, "alpha")
+    json_file = tmp_path / "build.json"
+    json_file.write_text(json.dumps(example(specs=[spec])))
+    toml_file = tmp_path / "review.toml"
+    toml_file.write_text(TOML_DEFINITION)
+    built = ok(run_canopy(home, "graph", "create", "--file", str(json_file), "--json")).json()
+    assert set(built) >= INFO_KEYS
+    assert [s["id"] for s in built["specs"]] == [spec]
+    human = ok(run_canopy(home, "graph", "create", "--file", str(toml_file))).stdout
+    assert human.startswith("created graph-")
+
+    listed = ok(run_canopy(home, "graph", "list", "--json")).json()
+    assert [(g["name"], g["status"], g["blocker"]) for g in listed] == [
+        ("build", "idle", None),
+        ("review", "idle", None),
+    ]
+    assert "review" in ok(run_canopy(home, "graph", "list")).stdout
+
+    info = ok(run_canopy(home, "graph", "info", "review", "--json")).json()
+    assert set(info) >= INFO_KEYS
+    assert info["nodes"][1] == {
+        "name": "test",
+        "command": "make test SPEC={{spec_id}}",
+        "max_visits": 5,
+    }
+    page = ok(run_canopy(home, "graph", "info", "build")).stdout
+    for text in ("implement", "claude (sonnet, high)", "ensemble fixers", "(spec fails)", "alpha"):
+        assert text in page, text
+
+    edited = ok(
+        run_canopy(
+            home,
+            "graph",
+            "edit",
+            built["id"][:10],
+            "--file",
+            "-",
+            "--json",
+            stdin='{"allow_dirty_start": true, "specs": []}',
+        )
+    ).json()
+    assert (edited["allow_dirty_start"], edited["specs"], edited["nodes"]) == (
+        True,
+        [],
+        built["nodes"],
+    )
+    deleted = ok(run_canopy(home, "graph", "delete", "review", "--json")).json()
+    assert deleted["deleted"] is True
+    assert [g["name"] for g in ok(run_canopy(home, "graph", "list", "--json")).json()] == ["build"]
+
+
+def test_bad_files_get_one_line_and_write_nothing(home: Path, tmp_path: Path) -> None:
+    ok(run_canopy(home, "graph", "create", "-f", "-", stdin=json.dumps(example())))
+    store = Store(f"sqlite:///{home / 'canopy.db'}")
+    before = snapshot(store)
+    broken_toml = tmp_path / "broken.toml"
+    broken_toml.write_text('name = "x"\n\n[[nodes]\nname = "a"\n')
+    refused(
+        run_canopy(home, "graph", "create", "--file", str(broken_toml)),
+        f"graph file {broken_toml}: line 3:",
+    )
+    broken_json = tmp_path / "broken.json"
+    broken_json.write_text('{"name": "x",\n "nodes": [}\n')
+    refused(
+        run_canopy(home, "graph", "create", "--file", str(broken_json)),
+        f"graph file {broken_json}: line 2:",
+    )
+    refused(
+        run_canopy(home, "graph", "create", "--file", str(tmp_path / "missing.json")),
+        "cannot read graph file",
+        "missing.json",
+    )
+    refused(
+        run_canopy(home, "graph", "create", "-f", "-", stdin='{"name": "x", "nodes": []}'),
+        "graph definition refused: nodes: must not be empty",
+    )
+    unknown = json.dumps(example(nodes=[{"name": "a", "platform": "clod", "prompt": "p"}]))
+    refused(run_canopy(home, "graph", "create", "-f", "-", stdin=unknown), "unknown platform")
+    refused(
+        run_canopy(home, "graph", "edit", "build", "-f", "-", stdin='{"modle": "x"}'),
+        "unknown field modle",
+    )
+    refused(run_canopy(home, "graph", "info", "nope"), "no graph matches 'nope'")
+    assert snapshot(store) == before
+    store.close()
+
+
+def test_graph_commands_never_import_temporalio(home: Path) -> None:
+    result = ok(run_canopy(home, "graph", "list", "--json", python_flags=("-X", "importtime")))
+    assert "temporalio" not in imported_modules(result)

@@ -1,0 +1,174 @@
+"""GraphRun on the real dev server: queue drains, transitions, settling, the launch guard."""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from temporalio.client import Client
+
+from canopy.errors import Refused
+from canopy.ops import graphs, queues, runs, specs
+from canopy.store.engine import Store
+from canopy.store.models import NodeRun, Run, RunSpec
+from tests.conftest import body
+from tests.engine import fake_node
+
+pytestmark = pytest.mark.server
+SETTLE_TIMEOUT = 60.0
+
+
+@pytest.fixture
+def store(home_store: Store) -> Store:
+    """Here the store is the one the worker's activities write: this test's data dir."""
+    return home_store
+
+
+def make_specs(store: Store, *names: str) -> list[str]:
+    return [specs.spec_create(store, name, body(f"{name} summary"))["id"] for name in names]
+
+
+def make_graph(store: Store, repo: Path, nodes: list[dict[str, Any]], **extra: Any) -> str:
+    created = graphs.graph_create(
+        store, {"name": "build", "workdir": str(repo), "nodes": nodes, **extra}
+    )
+    graph_id: str = created["id"]
+    return graph_id
+
+
+def node_trail(store: Store, run_id: str) -> list[tuple[str, str, str]]:
+    """(spec, node, status) of every node run, in launch order."""
+    with store.transaction() as session:
+        rows = session.execute(
+            select(NodeRun.spec_id, NodeRun.node, NodeRun.status)
+            .where(NodeRun.run_id == run_id)
+            .order_by(NodeRun.id)
+        ).all()
+    return [(spec, node, status) for spec, node, status in rows]
+
+
+def outcomes(store: Store, run_id: str) -> list[tuple[str, str | None]]:
+    with store.transaction() as session:
+        rows = session.execute(
+            select(RunSpec.spec_id, RunSpec.outcome)
+            .where(RunSpec.run_id == run_id)
+            .order_by(RunSpec.id)
+        ).all()
+    return [(spec, outcome) for spec, outcome in rows]
+
+
+async def run_and_settle(store: Store, graph: str, **options: Any) -> dict[str, Any]:
+    started = await runs.graph_run(store, graph, **options)
+    settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
+    return {**started, **settled}
+
+
+IMPLEMENT = fake_node(
+    "implement", "FAKE: write out/{{spec_id}}.txt done\nFAKE: commit implement {{spec_id}}"
+)
+CHECK = {"name": "check", "command": "test -f out/{{spec_id}}.txt"}
+
+
+async def test_a_queue_drains_through_a_multi_node_graph(
+    serving: Client, store: Store, repo: Path
+) -> None:
+    a, b, c = make_specs(store, "alpha", "beta", "gamma")
+    queue = queues.queue_create(store, "nightly")["id"]
+    for spec in (a, b, c):
+        queues.queue_add_spec(store, queue, spec)
+    graph = make_graph(store, repo, [IMPLEMENT, CHECK])
+    result = await run_and_settle(store, graph, queue="nightly")
+    assert result["status"] == "completed", result
+    assert result["blocker"] is None
+    run_id = result["run_id"]
+    assert node_trail(store, run_id) == [
+        (spec, node, "succeeded") for spec in (a, b, c) for node in ("implement", "check")
+    ]
+    assert outcomes(store, run_id) == [(a, "completed"), (b, "completed"), (c, "completed")]
+    assert [s["status"] for s in specs.spec_list(store)] == ["completed"] * 3
+    listing = queues.queue_list(store, queue)
+    assert [m["spec_id"] for m in listing["members"]] == [a, b, c], "membership unchanged"
+    info = graphs.graph_get(store, graph)
+    assert info["status"] == "completed"
+    progress = info["queue_progress"]
+    assert (progress["run_id"], progress["queue_id"]) == (run_id, queue)
+    assert [(m["spec_id"], m["outcome"], m["nodes"]) for m in progress["members"]] == [
+        (spec, "completed", ["implement", "check"]) for spec in (a, b, c)
+    ]
+
+
+async def test_a_failed_node_follows_on_failure_and_max_visits_bounds_loops(
+    serving: Client, store: Store, repo: Path
+) -> None:
+    (spec,) = make_specs(store, "alpha")
+    fix = fake_node("fix", "FAKE: write fixed.txt ok\nFAKE: commit fix", next="test")
+    test = {"name": "test", "command": "test -f fixed.txt", "on_failure": "fix"}
+    graph = make_graph(store, repo, [IMPLEMENT, test, fix], specs=[spec])
+    result = await run_and_settle(store, graph)
+    assert result["status"] == "completed", result
+    assert [(node, status) for _, node, status in node_trail(store, result["run_id"])] == [
+        ("implement", "succeeded"),
+        ("test", "failed"),
+        ("fix", "succeeded"),
+        ("test", "succeeded"),
+    ]
+
+
+async def test_exceeding_max_visits_fails_the_spec(
+    serving: Client, store: Store, repo: Path
+) -> None:
+    (spec,) = make_specs(store, "alpha")
+    looping = {"name": "retry", "command": "exit 1", "on_failure": "retry", "max_visits": 2}
+    graph = make_graph(store, repo, [looping], specs=[spec])
+    result = await run_and_settle(store, graph)
+    assert result["status"] == "failed"
+    assert [node for _, node, _ in node_trail(store, result["run_id"])] == ["retry", "retry"]
+    assert specs.spec_get(store, spec)["status"] == "failed"
+
+
+async def test_a_bound_spec_run_fails_at_the_first_failed_spec(
+    serving: Client, store: Store, repo: Path
+) -> None:
+    a, b = make_specs(store, "alpha", "beta")
+    graph = make_graph(store, repo, [{"name": "check", "command": "exit 3"}], specs=[a, b])
+    result = await run_and_settle(store, graph)
+    assert result["status"] == "failed"
+    assert result["blocker"]["node"] == "check"
+    assert result["blocker"]["spec_id"] == a
+    assert specs.spec_get(store, a)["status"] == "failed"
+    assert specs.spec_get(store, b)["status"] == "pending"
+
+
+async def test_a_drained_queue_with_a_failed_member_settles_failed_naming_it(
+    serving: Client, store: Store, repo: Path
+) -> None:
+    a, b = make_specs(store, "alpha", "beta")
+    queue = queues.queue_create(store, "q")["id"]
+    queues.queue_add_spec(store, queue, a)
+    queues.queue_add_spec(store, queue, b)
+    check = {"name": "check", "command": f"test {{{{spec_id}}}} != {a}"}
+    graph = make_graph(store, repo, [check])
+    result = await run_and_settle(store, graph, queue=queue)
+    assert result["status"] == "failed"
+    assert result["blocker"]["failed_specs"] == [a]
+    assert "alpha" in result["blocker"]["message"]
+    assert specs.spec_get(store, b)["status"] == "completed"
+
+
+async def test_the_launch_guard_refuses_dirty_trees_non_repos_and_second_runs(
+    serving: Client, store: Store, repo: Path, tmp_path: Path
+) -> None:
+    (spec,) = make_specs(store, "alpha")
+    graph = make_graph(store, repo, [{"name": "wait", "command": "sleep 30"}], specs=[spec])
+    (repo / "scratch.txt").write_text("dirty")
+    with pytest.raises(Refused, match=r"is dirty \(1 dirty path: scratch.txt\)"):
+        await runs.graph_run(store, graph)
+    (repo / "scratch.txt").unlink()
+    with pytest.raises(Refused, match="is not a git work tree"):
+        await runs.graph_run(store, graph, workdir=str(tmp_path))
+    with store.transaction() as session:
+        assert session.scalars(select(Run)).all() == []
+    first = await runs.graph_run(store, graph)
+    with pytest.raises(Refused, match=f"already has an active run {first['run_id']}"):
+        await runs.graph_run(store, graph)
+    await serving.get_workflow_handle(first["workflow_id"]).terminate("test over")

@@ -1,0 +1,752 @@
+"""Platform adapters: argv, session ids, usage limits, the config file, the fake agent."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from canopy.errors import Refused
+from canopy.platforms import Platform, UsageLimit, clamp_reset, get_platform, platform_names
+
+FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
+# 12:00 in New York (EST, UTC-5), 01:00 the next day in Shanghai.
+NOW = datetime(2026, 1, 15, 17, 0, tzinfo=UTC)
+HARNESSES = ["claude", "codex", "gemini"]
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private CANOPY_HOME, so no real config file leaks in."""
+    path = tmp_path / "home"
+    monkeypatch.setenv("CANOPY_HOME", str(path))
+    return path
+
+
+@pytest.fixture
+def new_york() -> Iterator[None]:
+    """The machine's local timezone is New York (harnesses print local wall-clock resets)."""
+    previous = os.environ.get("TZ")
+    os.environ["TZ"] = "America/New_York"
+    time.tzset()
+    yield
+    if previous is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = previous
+    time.tzset()
+
+
+def write_config(home: Path, text: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(text)
+
+
+def use_fake_agent(home: Path) -> None:
+    """Point every built-in harness at the fake agent."""
+    exe = json.dumps([sys.executable, str(FAKE_AGENT)])
+    write_config(home, "".join(f"[platforms.{name}]\nexecutable = {exe}\n" for name in HARNESSES))
+
+
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)
+
+
+def line(event: dict[str, object]) -> str:
+    return json.dumps(event)
+
+
+# ---------------------------------------------------------------------------- argv
+
+
+def test_claude_argv_puts_the_prompt_last_after_double_dash() -> None:
+    argv = get_platform("claude").build_argv(
+        "- fix it", model=None, effort=None, resume_session_id=None
+    )
+    assert argv == ["claude", "-p", "--output-format", "stream-json", "--verbose", "--", "- fix it"]
+
+
+def test_claude_argv_with_model_effort_and_resume() -> None:
+    argv = get_platform("claude").build_argv(
+        "go", model="sonnet", effort="high", resume_session_id="abc-123"
+    )
+    assert argv == [
+        "claude",
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--model",
+        "sonnet",
+        "--effort",
+        "high",
+        "--resume",
+        "abc-123",
+        "--",
+        "go",
+    ]
+
+
+def test_codex_argv_fresh_and_resumed() -> None:
+    codex = get_platform("codex")
+    assert codex.build_argv("go", model=None, effort=None, resume_session_id=None) == [
+        "codex",
+        "exec",
+        "--json",
+        "--",
+        "go",
+    ]
+    resumed = codex.build_argv("go", model="gpt-5", effort="high", resume_session_id="th-1")
+    assert resumed == [
+        "codex",
+        "exec",
+        "--json",
+        "--model",
+        "gpt-5",
+        "-c",
+        "model_reasoning_effort=high",
+        "resume",
+        "th-1",
+        "--",
+        "go",
+    ]
+
+
+def test_gemini_argv_binds_the_prompt_and_ignores_effort() -> None:
+    gemini = get_platform("gemini")
+    assert gemini.build_argv("-x", model=None, effort="high", resume_session_id=None) == [
+        "gemini",
+        "--output-format",
+        "stream-json",
+        "--prompt=-x",
+    ]
+    argv = gemini.build_argv("go", model="gemini-2.5-pro", effort=None, resume_session_id="s1")
+    assert argv == [
+        "gemini",
+        "--output-format",
+        "stream-json",
+        "-m",
+        "gemini-2.5-pro",
+        "--resume",
+        "s1",
+        "--prompt=go",
+    ]
+
+
+def test_empty_model_counts_as_unset() -> None:
+    argv = get_platform("claude").build_argv("go", model="", effort="", resume_session_id="")
+    assert "--model" not in argv and "--effort" not in argv and "--resume" not in argv
+
+
+# ---------------------------------------------------------------------- session ids
+
+CLAUDE_INIT = line({"type": "system", "subtype": "init", "session_id": "c-1", "model": "m"})
+CLAUDE_RESULT = line(
+    {"type": "result", "subtype": "success", "is_error": False, "result": "ok", "session_id": "c-2"}
+)
+CLAUDE_ASSISTANT = line(
+    {
+        "type": "assistant",
+        "message": {"content": [{"type": "text", "text": "hi"}]},
+        "session_id": "x",
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("claude", CLAUDE_INIT, "c-1"),
+        ("claude", CLAUDE_RESULT, "c-2"),
+        ("claude", CLAUDE_ASSISTANT, None),
+        ("claude", '{"type": "system", "subtype": "init", "session_id": 7}', None),
+        ("claude", "not json at all", None),
+        ("claude", '{"type": "system", "session_id": "broken', None),
+        (
+            "codex",
+            '{"type":"thread.started","thread_id":"0199a213-81c0-7800"}',
+            "0199a213-81c0-7800",
+        ),
+        ("codex", '{"type":"turn.started"}', None),
+        ("gemini", '{"type":"init","timestamp":"t","session_id":"g-1","model":"m"}', "g-1"),
+        ("gemini", '{"type":"message","role":"assistant","content":"session_id"}', None),
+    ],
+)
+def test_session_id_from_line(name: str, text: str, expected: str | None) -> None:
+    assert get_platform(name).session_id_from_line(text) == expected
+
+
+# ------------------------------------------------------------------ claude limits
+
+
+def claude_error(text: str) -> str:
+    return line(
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": True,
+            "result": text,
+            "session_id": "s",
+        }
+    )
+
+
+def limit(name: str, *lines: str, now: datetime = NOW) -> UsageLimit | None:
+    return get_platform(name).usage_limit("\n".join(lines) + "\n", now)
+
+
+def test_claude_limit_epoch_form() -> None:
+    found = limit("claude", CLAUDE_INIT, claude_error("Claude AI usage limit reached|1767225600"))
+    assert found == UsageLimit(utc(2026, 1, 1), "Claude AI usage limit reached|1767225600")
+
+
+@pytest.mark.usefixtures("new_york")
+def test_claude_limit_resets_local_wall_clock() -> None:
+    found = limit("claude", claude_error("5-hour limit reached ∙ resets 3pm"))
+    assert found is not None
+    assert found.reset_at == utc(2026, 1, 15, 20, 0)  # 3pm EST
+    assert found.message == "5-hour limit reached ∙ resets 3pm"
+
+
+@pytest.mark.usefixtures("new_york")
+def test_claude_limit_resets_in_named_zone() -> None:
+    found = limit("claude", claude_error("You've hit your limit · resets 2pm (Asia/Shanghai)"))
+    assert found is not None and found.reset_at == utc(2026, 1, 16, 6, 0)
+
+
+@pytest.mark.usefixtures("new_york")
+def test_claude_limit_usage_limit_reached_resets_with_minutes_and_zone() -> None:
+    text = "Claude usage limit reached. Your limit will reset at 8:30pm (Europe/Paris)."
+    found = limit("claude", claude_error(text))
+    assert found is not None and found.reset_at == utc(2026, 1, 15, 19, 30)
+
+
+@pytest.mark.usefixtures("new_york")
+def test_claude_limit_earlier_clock_time_means_tomorrow() -> None:
+    late = utc(2026, 1, 16, 4, 50)  # 23:50 in New York
+    found = limit("claude", claude_error("5-hour limit reached ∙ resets 2am"), now=late)
+    assert found is not None and found.reset_at == utc(2026, 1, 16, 7, 0)
+
+
+@pytest.mark.usefixtures("new_york")
+def test_claude_weekly_limit_with_a_date() -> None:
+    found = limit("claude", claude_error("Weekly limit reached ∙ resets Jan 20, 10am"))
+    assert found is not None and found.reset_at == utc(2026, 1, 20, 15, 0)
+
+
+def test_claude_rate_limit_event_rejected_gives_exact_reset() -> None:
+    event = line(
+        {
+            "type": "rate_limit_event",
+            "rate_limit_info": {
+                "status": "rejected",
+                "resetsAt": 1768500000,
+                "rateLimitType": "five_hour",
+            },
+        }
+    )
+    text = claude_error("5-hour limit reached ∙ resets 3pm")
+    found = limit("claude", CLAUDE_INIT, event, text)
+    assert found is not None
+    assert found.reset_at == datetime.fromtimestamp(1768500000, UTC)
+    assert found.message == "5-hour limit reached ∙ resets 3pm"
+    alone = limit("claude", CLAUDE_INIT, event)
+    assert alone is not None and alone.reset_at == datetime.fromtimestamp(1768500000, UTC)
+    assert "five_hour" in alone.message
+
+
+def test_claude_limit_in_plain_text_line() -> None:
+    found = limit("claude", "Error: Claude AI usage limit reached|1767225600")
+    assert found is not None and found.reset_at == utc(2026, 1, 1)
+
+
+def test_claude_limit_without_reset_time() -> None:
+    found = limit("claude", claude_error("Claude AI usage limit reached."))
+    assert found == UsageLimit(None, "Claude AI usage limit reached.")
+
+
+def test_claude_no_false_positives() -> None:
+    allowed = line({"type": "rate_limit_event", "rate_limit_info": {"status": "allowed_warning"}})
+    talk = line(
+        {
+            "type": "assistant",
+            "message": {"content": [{"type": "text", "text": "usage limit reached|1767225600"}]},
+        }
+    )
+    assert limit("claude", CLAUDE_INIT, allowed, talk, CLAUDE_RESULT) is None
+    assert limit("claude", CLAUDE_INIT, talk) is None  # crashed, but only the agent talked
+    assert limit("claude", claude_error("Context limit reached · /compact or /clear")) is None
+    assert limit("claude", claude_error("API Error: 500 Internal server error")) is None
+    rejected = line({"type": "rate_limit_event", "rate_limit_info": {"status": "rejected"}})
+    assert limit("claude", rejected, CLAUDE_RESULT) is None  # overage carried the turn
+    assert limit("claude", "") is None
+
+
+# ------------------------------------------------------------------- codex limits
+
+
+def codex_failure(message: str) -> list[str]:
+    return [
+        '{"type":"thread.started","thread_id":"t"}',
+        '{"type":"turn.started"}',
+        line({"type": "error", "message": message}),
+        line({"type": "turn.failed", "error": {"message": message}}),
+    ]
+
+
+@pytest.mark.usefixtures("new_york")
+def test_codex_limit_try_again_at_local_time() -> None:
+    message = (
+        "You've hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit "
+        "https://chatgpt.com/codex/settings/usage to purchase more credits or try again at 3:05 PM."
+    )
+    found = limit("codex", *codex_failure(message))
+    assert found == UsageLimit(utc(2026, 1, 15, 20, 5), message)
+
+
+@pytest.mark.usefixtures("new_york")
+def test_codex_limit_try_again_at_another_day() -> None:
+    found = limit(
+        "codex", *codex_failure("You've hit your usage limit. Try again at Jan 16th, 2026 9:05 AM.")
+    )
+    assert found is not None and found.reset_at == utc(2026, 1, 16, 14, 5)
+
+
+@pytest.mark.parametrize(
+    ("phrase", "delay"),
+    [
+        ("2 hours 5 minutes", timedelta(hours=2, minutes=5)),
+        ("1 day 3 hours", timedelta(days=1, hours=3)),
+        ("45 minutes", timedelta(minutes=45)),
+        ("less than a minute", timedelta(0)),
+    ],
+)
+def test_codex_limit_try_again_in_duration(phrase: str, delay: timedelta) -> None:
+    found = limit("codex", *codex_failure(f"You've hit your usage limit. Try again in {phrase}."))
+    assert found is not None and found.reset_at == NOW + delay
+
+
+def test_codex_limit_without_reset_and_as_plain_text() -> None:
+    later = limit("codex", *codex_failure("You've hit your usage limit. Try again later."))
+    assert later == UsageLimit(None, "You've hit your usage limit. Try again later.")
+    plain = limit("codex", "ERROR: You've hit your usage limit. Try again in 10 minutes.")
+    assert plain is not None and plain.reset_at == NOW + timedelta(minutes=10)
+
+
+def test_codex_no_false_positives() -> None:
+    talk = line(
+        {
+            "type": "item.completed",
+            "item": {
+                "type": "agent_message",
+                "text": "You've hit your usage limit. Try again in 1 hour.",
+            },
+        }
+    )
+    done = '{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}'
+    assert limit("codex", talk, done) is None
+    assert limit("codex", talk) is None
+    assert limit("codex", *codex_failure("stream disconnected before completion")) is None
+
+
+# ------------------------------------------------------------------ gemini limits
+
+
+def gemini_failure(message: str) -> list[str]:
+    return [
+        '{"type":"init","timestamp":"t","session_id":"g","model":"m"}',
+        line({"type": "result", "status": "error", "error": {"type": "E", "message": message}}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("message", "delay"),
+    [
+        (
+            "You have exhausted your capacity on this model. Your quota will reset after 4h28m20s.",
+            timedelta(hours=4, minutes=28, seconds=20),
+        ),
+        (
+            "Quota exceeded for metric: free_tier_requests\nPlease retry in 42.5s.",
+            timedelta(seconds=42.5),
+        ),
+        ("[API Error: RESOURCE_EXHAUSTED] Please wait and try again later.", None),
+    ],
+)
+def test_gemini_limits(message: str, delay: timedelta | None) -> None:
+    found = limit("gemini", *gemini_failure(message))
+    assert found is not None
+    assert found.reset_at == (NOW + delay if delay is not None else None)
+    assert found.message == message.splitlines()[0]
+
+
+def test_gemini_limit_in_error_event_and_stderr_retry_delay() -> None:
+    event = line({"type": "error", "severity": "error", "message": "Quota exceeded (429)"})
+    assert limit("gemini", event) == UsageLimit(None, "Quota exceeded (429)")
+    plain = ['  "status": "RESOURCE_EXHAUSTED",', '  "retryDelay": "58s"']
+    found = limit("gemini", *plain)
+    assert found is not None and found.message == '"status": "RESOURCE_EXHAUSTED",'
+
+
+def test_gemini_no_false_positives() -> None:
+    talk = (
+        '{"type":"message","role":"assistant","content":"Quota exceeded, retry in 5s","delta":true}'
+    )
+    done = '{"type":"result","status":"success","stats":{}}'
+    retried = (
+        "Attempt 1 failed: You have exhausted your capacity on this model. Retrying after 5000ms"
+    )
+    assert limit("gemini", talk, retried, done) is None
+    assert limit("gemini", talk) is None
+    assert limit("gemini", *gemini_failure("Request contains an invalid argument.")) is None
+
+
+# -------------------------------------------------------------------- clamp_reset
+
+
+def test_clamp_reset_bounds() -> None:
+    assert clamp_reset(None, NOW) == NOW + timedelta(hours=6)
+    assert clamp_reset(NOW - timedelta(hours=1), NOW) == NOW + timedelta(seconds=60)
+    assert clamp_reset(NOW + timedelta(days=3), NOW) == NOW + timedelta(hours=6)
+    assert clamp_reset(NOW + timedelta(hours=2), NOW) == NOW + timedelta(hours=2)
+
+
+@given(st.integers(min_value=-(10**8), max_value=10**8))
+def test_clamp_reset_always_within_bounds(offset: int) -> None:
+    clamped = clamp_reset(NOW + timedelta(seconds=offset), NOW)
+    assert NOW + timedelta(seconds=60) <= clamped <= NOW + timedelta(hours=6)
+
+
+# ------------------------------------------------------------ config and registry
+
+TOOL_CONFIG = """
+[platforms.mytool]
+argv = ["mytool", "--model", "{model}", "--effort={effort}", "-p", "{prompt}"]
+resume_argv = ["mytool", "--continue", "{session_id}", "{prompt}"]
+session_id_pattern = 'session: (\\S+)'
+limit_pattern = 'quota hit, retry in (?P<reset_seconds>\\d+)s'
+"""
+
+
+def test_config_platform_substitutes_and_drops_unset_placeholders(home: Path) -> None:
+    write_config(home, TOOL_CONFIG)
+    tool = get_platform("mytool")
+    assert tool.name == "mytool"
+    assert tool.build_argv("go", model=None, effort=None, resume_session_id=None) == [
+        "mytool",
+        "-p",
+        "go",
+    ]
+    assert tool.build_argv("go", model="big", effort="low", resume_session_id=None) == [
+        "mytool",
+        "--model",
+        "big",
+        "--effort=low",
+        "-p",
+        "go",
+    ]
+    resumed = tool.build_argv("go", model="big", effort=None, resume_session_id="s-9")
+    assert resumed == ["mytool", "--continue", "s-9", "go"]
+
+
+def test_config_platform_values_cannot_inject(home: Path) -> None:
+    write_config(home, TOOL_CONFIG)
+    nasty = "x; rm -rf ~ && $(curl evil) `id` {model} {session_id}\n--model evil"
+    argv = get_platform("mytool").build_argv(
+        nasty, model="{prompt} --danger", effort=None, resume_session_id=None
+    )
+    assert argv == ["mytool", "--model", "{prompt} --danger", "-p", nasty]
+
+
+def test_config_platform_without_resume_argv_starts_fresh(home: Path) -> None:
+    write_config(home, '[platforms.plain]\nargv = ["plain", "{prompt}"]\n')
+    plain = get_platform("plain")
+    assert plain.build_argv("go", model="m", effort=None, resume_session_id="s") == ["plain", "go"]
+    assert plain.session_id_from_line("session: abc") is None
+    assert plain.usage_limit("quota hit", NOW) is None
+
+
+def test_config_platform_session_id_and_limit(home: Path) -> None:
+    write_config(home, TOOL_CONFIG)
+    tool = get_platform("mytool")
+    assert tool.session_id_from_line("starting, session: abc-1") == "abc-1"
+    assert tool.session_id_from_line("working") is None
+    found = tool.usage_limit("working\nquota hit, retry in 90s\n", NOW)
+    assert found == UsageLimit(NOW + timedelta(seconds=90), "quota hit, retry in 90s")
+    assert tool.usage_limit("all good\n", NOW) is None
+
+
+def test_config_limit_pattern_with_epoch_and_without_reset(home: Path) -> None:
+    write_config(
+        home,
+        '[platforms.a]\nargv = ["a", "{prompt}"]\n'
+        'limit_pattern = "limit until (?P<reset_epoch>\\\\d+)"\n'
+        '[platforms.b]\nargv = ["b", "{prompt}"]\nlimit_pattern = "(?i)rate limited"\n',
+    )
+    assert get_platform("a").usage_limit("limit until 1767225600", NOW) == UsageLimit(
+        utc(2026, 1, 1), "limit until 1767225600"
+    )
+    assert get_platform("b").usage_limit("RATE LIMITED", NOW) == UsageLimit(None, "RATE LIMITED")
+
+
+@pytest.mark.parametrize(
+    ("table", "complaint"),
+    [
+        ('argv = ["t", "{prompt}", "{colour}"]', "unknown placeholder {colour}"),
+        ('argv = ["t", "--go"]', "must pass the prompt"),
+        ("argv = []", "must start with the program"),
+        ('argv = ["t", "{prompt}"]\nresume_argv = ["t", "{prompt}"]', "{session_id}"),
+        ('argv = ["t", "{prompt}"]\nsession_id_pattern = "id: \\\\S+"', "one group"),
+        ('argv = ["t", "{prompt}"]\nlimit_pattern = "(unclosed"', "not a valid regular expression"),
+        ('argv = ["t", "{prompt}"]\ncolour = "red"', "platforms.t.colour"),
+        ('argv = ["t", "{prompt}"]\nexecutable = "/bin/t"', "'executable' is not a setting"),
+        ('session_id_pattern = "(x)"', "needs an argv"),
+    ],
+)
+def test_config_refusals(home: Path, table: str, complaint: str) -> None:
+    write_config(home, f"[platforms.t]\n{table}\n")
+    with pytest.raises(Refused) as refused:
+        get_platform("t")
+    assert complaint in str(refused.value)
+    assert "config.toml" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[platforms.claude\n",
+        '[platforms.claude]\nargv = ["c", "{prompt}"]\n',
+        '[platforms.demo]\nexecutable = "x"\n',
+        "platforms = 3\n",
+        '[platforms."bad name"]\nargv = ["b", "{prompt}"]\n',
+    ],
+)
+def test_broken_or_misused_config_is_refused(home: Path, text: str) -> None:
+    write_config(home, text)
+    with pytest.raises(Refused, match="config"):
+        get_platform("claude" if "demo" not in text else "demo")
+
+
+def test_executable_override_and_extra_args(home: Path) -> None:
+    write_config(
+        home,
+        '[platforms.claude]\nexecutable = "/opt/bin/claude"\n'
+        '[platforms.codex]\nexecutable = ["npx", "codex"]\nextra_args = ["--full-auto"]\n',
+    )
+    claude = get_platform("claude").build_argv(
+        "go", model=None, effort=None, resume_session_id=None
+    )
+    assert claude[:2] == ["/opt/bin/claude", "-p"]
+    codex = get_platform("codex").build_argv("go", model=None, effort=None, resume_session_id=None)
+    assert codex == ["npx", "codex", "exec", "--full-auto", "--json", "--", "go"]
+    gemini = get_platform("gemini").build_argv(
+        "go", model=None, effort=None, resume_session_id=None
+    )
+    assert gemini[0] == "gemini"
+
+
+def test_unknown_platform_refused_listing_known_ones(home: Path) -> None:
+    write_config(
+        home,
+        '[platforms.zeta]\nargv = ["z", "{prompt}"]\n[platforms.alpha]\nargv = ["a", "{prompt}"]\n',
+    )
+    assert platform_names() == ["claude", "codex", "gemini", "demo", "alpha", "zeta"]
+    with pytest.raises(Refused) as refused:
+        get_platform("clade")
+    assert str(refused.value) == (
+        "unknown platform 'clade'; known platforms: claude, codex, gemini, demo, alpha, zeta"
+    )
+
+
+def test_platform_names_without_config() -> None:
+    assert platform_names() == ["claude", "codex", "gemini", "demo"]
+    assert all(isinstance(get_platform(name), Platform) for name in platform_names())
+
+
+# ---------------------------------------------------------- running the fake agent
+
+
+@dataclass
+class Run:
+    """One finished agent process, read through its platform adapter."""
+
+    code: int
+    stdout: str
+    stderr: str
+    session_id: str | None
+    limit: UsageLimit | None
+
+
+def run_agent(
+    platform: Platform,
+    prompt: str,
+    cwd: Path,
+    *,
+    resume: str | None = None,
+    model: str | None = None,
+    effort: str | None = None,
+    **env: str,
+) -> Run:
+    argv = platform.build_argv(prompt, model=model, effort=effort, resume_session_id=resume)
+    done = subprocess.run(
+        argv,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=30,
+        check=False,
+    )
+    ids = [platform.session_id_from_line(text) for text in done.stdout.splitlines()]
+    session_id = next((found for found in reversed(ids) if found), None)
+    limit = platform.usage_limit(done.stdout + done.stderr, datetime.now(UTC))
+    return Run(done.returncode, done.stdout, done.stderr, session_id, limit)
+
+
+def records(path: Path) -> list[dict[str, object]]:
+    return [json.loads(text) for text in path.read_text().splitlines()]
+
+
+def git_repo(path: Path) -> Path:
+    path.mkdir()
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path
+
+
+@pytest.mark.parametrize("name", HARNESSES)
+def test_fake_agent_speaks_each_format(name: str, home: Path, tmp_path: Path) -> None:
+    use_fake_agent(home)
+    workdir = git_repo(tmp_path / "work")
+    record = tmp_path / "record.jsonl"
+    prompt = "- first item\nFAKE: write notes/out.txt hello\nFAKE: commit add notes"
+    run = run_agent(
+        get_platform(name),
+        prompt,
+        workdir,
+        model="m1",
+        effort="high",
+        FAKE_AGENT_RECORD=str(record),
+    )
+    assert run.code == 0, run.stderr
+    assert run.limit is None
+    (entry,) = records(record)
+    assert entry["format"] == name
+    assert entry["prompt"] == prompt
+    assert entry["resumed"] is None
+    assert run.session_id == entry["session_id"]
+    assert entry["model"] == "m1"
+    assert entry["effort"] == (None if name == "gemini" else "high")
+    assert Path(str(entry["cwd"])).resolve() == workdir.resolve()
+    assert (workdir / "notes" / "out.txt").read_text() == "hello\n"
+    log = subprocess.run(
+        ["git", "log", "--format=%s"], cwd=workdir, capture_output=True, text=True, check=True
+    )
+    assert log.stdout.strip() == "add notes"
+
+
+@pytest.mark.parametrize("name", HARNESSES)
+def test_fake_agent_resume_keeps_the_session(name: str, home: Path, tmp_path: Path) -> None:
+    use_fake_agent(home)
+    record = tmp_path / "record.jsonl"
+    run = run_agent(
+        get_platform(name), "carry on", tmp_path, resume="sess-42", FAKE_AGENT_RECORD=str(record)
+    )
+    assert run.code == 0, run.stderr
+    assert run.session_id == "sess-42"
+    assert records(record)[0]["resumed"] == "sess-42"
+
+
+@pytest.mark.parametrize("name", HARNESSES)
+def test_fake_agent_limit_is_detected_with_its_reset(name: str, home: Path, tmp_path: Path) -> None:
+    use_fake_agent(home)
+    started = datetime.now(UTC)
+    run = run_agent(get_platform(name), "work", tmp_path, FAKE_AGENT_DIRECTIVES="limit")
+    assert run.code == 1
+    assert run.session_id is not None
+    assert run.limit is not None and run.limit.reset_at is not None
+    expected = started + timedelta(hours=5)
+    assert abs(run.limit.reset_at - expected) < timedelta(minutes=2)  # codex shows minutes
+
+
+def test_fake_agent_limit_once_then_succeeds(home: Path, tmp_path: Path) -> None:
+    use_fake_agent(home)
+    claude = get_platform("claude")
+    prompt = f"work\nFAKE: limit-once {tmp_path / 'marker'} 120"
+    first = run_agent(claude, prompt, tmp_path)
+    assert first.code == 1
+    assert first.limit is not None and first.limit.reset_at is not None
+    assert first.limit.reset_at - datetime.now(UTC) < timedelta(seconds=121)
+    second = run_agent(claude, prompt, tmp_path, resume=first.session_id or "")
+    assert (second.code, second.limit, second.session_id) == (0, None, first.session_id)
+
+
+def test_fake_agent_exit_and_unknown_input(home: Path, tmp_path: Path) -> None:
+    use_fake_agent(home)
+    codex = get_platform("codex")
+    failed = run_agent(codex, "FAKE: exit 3", tmp_path)
+    assert (failed.code, failed.limit) == (3, None)
+    assert '"turn.failed"' in failed.stdout
+    assert run_agent(codex, "FAKE: explode", tmp_path).code == 2
+    bad_argv = [sys.executable, str(FAKE_AGENT), "exec", "--jsn", "--", "go"]
+    done = subprocess.run(bad_argv, capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "unknown option '--jsn'" in done.stderr
+
+
+def test_session_id_is_readable_while_the_agent_runs(home: Path, tmp_path: Path) -> None:
+    use_fake_agent(home)
+    gemini = get_platform("gemini")
+    argv = gemini.build_argv("FAKE: hang", model=None, effort=None, resume_session_id=None)
+    process = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        found = None
+        for text in process.stdout:
+            found = gemini.session_id_from_line(text)
+            if found:
+                break
+        assert found is not None
+        assert process.poll() is None
+    finally:
+        process.kill()
+        process.wait()
+
+
+# ------------------------------------------------------------------ demo platform
+
+
+def test_demo_platform_commits_a_change(tmp_path: Path) -> None:
+    workdir = git_repo(tmp_path / "demo")
+    demo = get_platform("demo")
+    first = run_agent(demo, "Add a greeting\n\nMore detail.", workdir)
+    assert first.code == 0, first.stderr
+    assert first.session_id is not None and first.limit is None
+    resumed = run_agent(demo, "- Then a farewell", workdir, resume=first.session_id)
+    assert resumed.code == 0, resumed.stderr
+    assert resumed.session_id == first.session_id
+    assert (workdir / "CHANGES.md").read_text() == "- Add a greeting\n- - Then a farewell\n"
+    log = subprocess.run(
+        ["git", "log", "--format=%s|%an"], cwd=workdir, capture_output=True, text=True, check=True
+    )
+    assert log.stdout.splitlines() == [
+        "demo: - Then a farewell|Canopy demo agent",
+        "demo: Add a greeting|Canopy demo agent",
+    ]
+
+
+def test_demo_platform_outside_a_git_tree_fails_cleanly(tmp_path: Path) -> None:
+    run = run_agent(
+        get_platform("demo"), "Add a greeting", tmp_path, GIT_CEILING_DIRECTORIES=str(tmp_path)
+    )
+    assert run.code == 1
+    assert '"is_error":true' in run.stdout
+    assert run.limit is None
