@@ -22,23 +22,12 @@ from typing import Any
 import pytest
 
 from canopy import daemon, devserver, temporal_client
+from tests.daemons import free_ports, stop_recorded_daemons
 from workflows.ping import PingWorkflow
 
 pytestmark = pytest.mark.server
 
 CLI_TIMEOUT = 90.0
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct loopback ports that were free a moment ago."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def cli_env(home: Path) -> dict[str, str]:
@@ -66,18 +55,6 @@ def canopy_json(home: Path, *args: str) -> Any:
     return json.loads(canopy(home, *args, "--json").stdout)
 
 
-def _recorded_pids(home: Path) -> list[tuple[int, str]]:
-    """The (pid, marker) of every daemon recorded in ``home``."""
-    pids: list[tuple[int, str]] = []
-    server = home / "server.json"
-    if server.exists():
-        pids.append((int(json.loads(server.read_text())["pid"]), devserver.SERVER_MARKER))
-    worker = home / "worker.pid"
-    if worker.exists():
-        pids.append((int(worker.read_text()), daemon.WORKER_MODULE))
-    return pids
-
-
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh CANOPY_HOME (also for in-process clients); its daemons are killed afterwards."""
@@ -87,9 +64,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     try:
         yield tmp_path
     finally:
-        for pid, marker in _recorded_pids(tmp_path):
-            if devserver.process_alive(pid, marker):
-                devserver.terminate(pid, marker, timeout=10)
+        stop_recorded_daemons(tmp_path)
 
 
 async def start_ping(workflow_id: str) -> None:

@@ -1,0 +1,199 @@
+"""Crash resilience (DESIGN §6.10): a SIGKILLed worker and a restarted dev server.
+
+These run the daemon the way users do — ``canopy server start`` (persisted to a db file)
+and ``python worker.py`` as real processes — and kill them mid-run. The run must still
+finish with every spec completed exactly once.
+"""
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from canopy import temporal_client
+from canopy.ops import graphs, queues, runs, specs
+from canopy.store.engine import Store, open_store
+from canopy.store.models import NodeRun, RunSpec
+from tests.conftest import body
+from tests.daemons import free_ports, stop_recorded_daemons
+from tests.engine import FAKE_AGENT, fake_node, git
+
+pytestmark = pytest.mark.server
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = 90.0
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout: float = TIMEOUT) -> Any:
+    """Poll ``condition`` until it returns something truthy; fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+class Daemons:
+    """The dev server and worker processes of one test's ``CANOPY_HOME``."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.port, self.ui_port = free_ports(2)
+        self.worker: subprocess.Popen[bytes] | None = None
+
+    def cli(self, *args: str) -> None:
+        subprocess.run(
+            [sys.executable, "-m", "cli.main", *args],
+            env=os.environ.copy(),
+            check=True,
+            capture_output=True,
+            timeout=TIMEOUT,
+        )
+
+    def start_server(self) -> None:
+        self.cli("server", "start", "--port", str(self.port), "--ui-port", str(self.ui_port))
+
+    def stop_server(self) -> None:
+        self.cli("server", "stop")
+
+    def start_worker(self) -> None:
+        log = (self.home / f"worker-{time.monotonic_ns()}.log").open("wb")
+        self.worker = subprocess.Popen(
+            [sys.executable, str(ROOT / "worker.py")],
+            env=os.environ.copy(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def kill_worker(self) -> None:
+        assert self.worker is not None
+        self.worker.send_signal(signal.SIGKILL)
+        self.worker.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.worker is not None and self.worker.poll() is None:
+            self.worker.kill()
+            self.worker.wait(timeout=10)
+        stop_recorded_daemons(self.home)
+
+
+@pytest.fixture
+def daemons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons]:
+    """A data dir with the fake agent configured, a running server, and cleanup."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(f'[platforms.claude]\nexecutable = "{FAKE_AGENT}"\n')
+    monkeypatch.setenv("CANOPY_HOME", str(home))
+    monkeypatch.setenv("FAKE_AGENT_RECORD", str(tmp_path / "agent-record.jsonl"))
+    monkeypatch.setenv("CANOPY_HEARTBEAT_TIMEOUT", "2")
+    for name in ("CANOPY_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE"):
+        monkeypatch.delenv(name, raising=False)
+    running = Daemons(home)
+    running.start_server()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def agent_runs(record: Path) -> list[dict[str, Any]]:
+    if not record.exists():
+        return []
+    return [json.loads(line) for line in record.read_text().splitlines()]
+
+
+def setup_queue_run(store: Store, repo: Path, sleep: float) -> tuple[str, list[str]]:
+    """Two queued specs and a one-node graph whose agent sleeps, then commits."""
+    ids = [specs.spec_create(store, n, body(f"{n} summary"))["id"] for n in ("alpha", "beta")]
+    queue = queues.queue_create(store, "q")["id"]
+    for spec_id in ids:
+        queues.queue_add_spec(store, queue, spec_id)
+    node = fake_node(
+        "implement",
+        f"FAKE: sleep {sleep}\nFAKE: write out/{{{{spec_id}}}}.txt done\n"
+        "FAKE: commit implement {{spec_id}}",
+    )
+    graph = graphs.graph_create(store, {"name": "g", "workdir": str(repo), "nodes": [node]})
+    return graph["id"], ids
+
+
+def implement_commits(repo: Path) -> list[str]:
+    return [line for line in git(repo, "log", "--format=%s").splitlines() if "implement" in line]
+
+
+def completed_passages(store: Store, run_id: str) -> list[str]:
+    with store.transaction() as session:
+        return list(
+            session.scalars(
+                select(RunSpec.spec_id)
+                .where(RunSpec.run_id == run_id, RunSpec.outcome == "completed")
+                .order_by(RunSpec.id)
+            )
+        )
+
+
+async def heartbeat_carrying(workflow_id: str, session_id: str) -> None:
+    """Wait until Temporal holds a heartbeat of the running node naming ``session_id``."""
+    client = await temporal_client.connect()
+    handle = client.get_workflow_handle(workflow_id)
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        description = await handle.describe()
+        for pending in description.raw_description.pending_activities:
+            details = await client.data_converter.decode(pending.heartbeat_details.payloads)
+            if details and details[0].get("session_id") == session_id:
+                return
+        await asyncio.sleep(0.1)
+    pytest.fail("timed out waiting for the node's heartbeat to carry the session id")
+
+
+def node_running(store: Store, spec_id: str) -> bool:
+    with store.transaction() as session:
+        status = session.scalar(select(NodeRun.status).where(NodeRun.spec_id == spec_id))
+    return status == "running"
+
+
+async def test_a_sigkilled_worker_is_replaced_and_every_spec_completes_once(
+    daemons: Daemons, repo: Path, tmp_path: Path
+) -> None:
+    store = open_store()
+    graph, (alpha, beta) = setup_queue_run(store, repo, sleep=3)
+    daemons.start_worker()
+    started = await runs.graph_run(store, graph, queue="q")
+    record = tmp_path / "agent-record.jsonl"
+    wait_for(lambda: node_running(store, alpha) and agent_runs(record), "alpha's agent to start")
+    first_session = agent_runs(record)[0]["session_id"]
+    await heartbeat_carrying(started["workflow_id"], first_session)
+    daemons.kill_worker()
+    daemons.start_worker()
+    settled = await runs.wait_until_settled(store, graph, TIMEOUT)
+    assert settled["status"] == "completed", settled
+    assert completed_passages(store, started["run_id"]) == [alpha, beta]
+    assert sorted(implement_commits(repo)) == sorted(f"implement {s}" for s in (alpha, beta))
+    retried = [r for r in agent_runs(record) if alpha in r["prompt"]][1]
+    assert retried["resumed"] == first_session, "the retry resumes the harness session"
+
+
+async def test_a_restarted_dev_server_keeps_the_run_going(
+    daemons: Daemons, repo: Path, tmp_path: Path
+) -> None:
+    store = open_store()
+    graph, (alpha, beta) = setup_queue_run(store, repo, sleep=2)
+    daemons.start_worker()
+    started = await runs.graph_run(store, graph, queue="q")
+    wait_for(lambda: node_running(store, alpha), "alpha's node to start")
+    daemons.stop_server()
+    daemons.start_server()
+    settled = await runs.wait_until_settled(store, graph, TIMEOUT)
+    assert settled["status"] == "completed", settled
+    assert completed_passages(store, started["run_id"]) == [alpha, beta]
