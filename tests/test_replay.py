@@ -1,0 +1,137 @@
+"""Replay: GraphRun stays deterministic across code changes (and continue-as-new works).
+
+Each scenario runs on the real dev server; its fresh history is replayed against the
+current workflow code, and the histories committed under ``tests/histories`` (recorded
+from earlier code) must replay too. When a change to GraphRun alters its history shape on
+purpose, re-record with ``CANOPY_RECORD_HISTORIES=1 pytest tests/test_replay.py`` and
+commit the new files with the change.
+"""
+
+import json
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client, WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from canopy.ops import graphs, queues, runs, specs
+from canopy.store.engine import Store
+from tests.conftest import body
+from tests.engine import fake_node
+from workflows.graph_run import GraphRun
+
+pytestmark = pytest.mark.server
+HISTORIES = Path(__file__).parent / "histories"
+SETTLE_TIMEOUT = 60.0
+
+Scenario = Callable[[Store, Path], Awaitable[str]]
+"""Sets up and runs one GraphRun; returns its workflow id once settled."""
+
+
+def make_specs(store: Store, *names: str) -> list[str]:
+    return [specs.spec_create(store, n, body(f"{n} summary"))["id"] for n in names]
+
+
+async def settle(store: Store, graph: str, queue: str | None = None) -> dict[str, object]:
+    started = await runs.graph_run(store, graph, queue=queue)
+    settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
+    return {**started, **settled}
+
+
+async def drain(store: Store, repo: Path) -> str:
+    """A queue of two specs through implement (agent) → check (command)."""
+    queue = queues.queue_create(store, "q")["id"]
+    for spec_id in make_specs(store, "alpha", "beta"):
+        queues.queue_add_spec(store, queue, spec_id)
+    implement = fake_node("implement", "FAKE: write out/{{spec_id}}.txt done")
+    check = {"name": "check", "command": "test -f out/{{spec_id}}.txt"}
+    graph = graphs.graph_create(
+        store, {"name": "g", "workdir": str(repo), "nodes": [implement, check]}
+    )
+    result = await settle(store, graph["id"], queue)
+    assert result["status"] == "completed"
+    return str(result["workflow_id"])
+
+
+async def settle_failed(store: Store, repo: Path) -> str:
+    """Bound specs; the first fails its only node, so the run settles failed."""
+    bound = make_specs(store, "alpha", "beta")
+    node = {"name": "check", "command": "exit 3"}
+    graph = graphs.graph_create(
+        store, {"name": "g", "workdir": str(repo), "nodes": [node], "specs": bound}
+    )
+    result = await settle(store, graph["id"])
+    assert result["status"] == "failed"
+    return str(result["workflow_id"])
+
+
+async def continue_as_new(store: Store, repo: Path) -> str:
+    """Three queued specs with two specs per execution (see the test): one continue-as-new."""
+    queue = queues.queue_create(store, "q")["id"]
+    for spec_id in make_specs(store, "alpha", "beta", "gamma"):
+        queues.queue_add_spec(store, queue, spec_id)
+    node = {"name": "check", "command": "true"}
+    graph = graphs.graph_create(store, {"name": "g", "workdir": str(repo), "nodes": [node]})
+    result = await settle(store, graph["id"], queue)
+    assert result["status"] == "completed"
+    info = graphs.graph_get(store, graph["id"])
+    assert info["runs"][0]["summary"]["completed"] == 3, "counts carried across executions"
+    return str(result["workflow_id"])
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "drain": drain,
+    "settle_failed": settle_failed,
+    "continue_as_new": continue_as_new,
+}
+
+
+async def histories_of(client: Client, workflow_id: str) -> list[WorkflowHistory]:
+    """Every execution of ``workflow_id`` (a continue-as-new chain), oldest first."""
+    executions = [e async for e in client.list_workflows(f"WorkflowId = '{workflow_id}'")]
+    executions.sort(key=lambda e: e.start_time)
+    return [
+        await client.get_workflow_handle(workflow_id, run_id=e.run_id).fetch_history()
+        for e in executions
+    ]
+
+
+async def replay(history: WorkflowHistory) -> None:
+    await Replayer(workflows=[GraphRun], data_converter=pydantic_data_converter).replay_workflow(
+        history
+    )
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+async def test_fresh_histories_replay(
+    name: str,
+    serving: Client,
+    home_store: Store,
+    repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    per_execution = "2" if name == "continue_as_new" else "100"
+    monkeypatch.setenv("CANOPY_SPECS_PER_EXECUTION", per_execution)
+    workflow_id = await SCENARIOS[name](home_store, repo)
+    histories = await histories_of(serving, workflow_id)
+    assert len(histories) == (2 if name == "continue_as_new" else 1)
+    for history in histories:
+        await replay(history)
+    if os.environ.get("CANOPY_RECORD_HISTORIES") == "1":
+        HISTORIES.mkdir(exist_ok=True)
+        for index, history in enumerate(histories):
+            path = HISTORIES / f"{name}-{index}.json"
+            path.write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")
+
+
+@pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)
+async def test_committed_histories_replay(path: Path) -> None:
+    await replay(WorkflowHistory.from_json("GraphRun", path.read_text()))
+
+
+def test_every_scenario_has_a_committed_history() -> None:
+    recorded = {path.stem.rsplit("-", 1)[0] for path in HISTORIES.glob("*.json")}
+    assert recorded == set(SCENARIOS)
