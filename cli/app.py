@@ -27,6 +27,9 @@ def demo(
     home: Annotated[
         Path, typer.Option("--home", help="Scratch data dir (wiped first).")
     ] = demo_tour.DEFAULT_HOME,
+    port: Annotated[int, typer.Option("--port", help="Temporal dev server port.")] = 7233,
+    ui_port: Annotated[int, typer.Option("--ui-port", help="Temporal Web UI port.")] = 8233,
 ) -> None:
-    """A guided tour of the backlog and queues on a scratch data dir (what `make demo` runs)."""
-    demo_tour.tour(home)
+    """A guided tour on a scratch data dir: backlog, queues, then a real graph run over the
+    queue on the embedded Temporal server (what `make demo` runs)."""
+    demo_tour.tour(home, port, ui_port)

@@ -48,26 +48,38 @@ class Tour:
     """Runs and shows CLI steps against one scratch ``CANOPY_HOME``."""
 
     def __init__(self, home: Path) -> None:
-        self.env = {**os.environ, "CANOPY_HOME": str(home.resolve())}
+        columns = str(max(shutil.get_terminal_size((120, 24)).columns, 100))
+        self.env = {**os.environ, "CANOPY_HOME": str(home.resolve()), "COLUMNS": columns}
         self.env.pop("CANOPY_DB_URL", None)
 
-    def run(self, *args: str, stdin: str | None = None, show: bool = True) -> str:
-        """Run ``canopy ARGS``; print the command and (when ``show``) its output."""
+    def run(
+        self, *args: str, stdin: str | None = None, show: bool = True, live: bool = False
+    ) -> str:
+        """Run ``canopy ARGS``; print the command and (when ``show``) its output.
+
+        ``live`` lets the command's stderr (its progress display) through as it happens.
+        """
         print(f"\n$ canopy {shlex.join(args)}", flush=True)
         completed = subprocess.run(
             [sys.executable, "-m", "cli.main", *args],
             input=stdin,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=None if live else subprocess.PIPE,
             text=True,
             env=self.env,
         )
         if completed.returncode != 0:
-            print(completed.stderr.rstrip())
+            print((completed.stderr or "").rstrip())
             if completed.returncode != 1:
                 raise SystemExit(f"demo step failed: canopy {shlex.join(args)}")
         if show:
             print(completed.stdout.rstrip())
         return completed.stdout
+
+    def run_git(self, repo: Path, *args: str) -> None:
+        """Show a git command and its output (the tour's view of what agents did)."""
+        print(f"\n$ git {shlex.join(args)}", flush=True)
+        print(subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True).stdout)
 
     def run_json(self, *args: str, stdin: str | None = None) -> Any:
         """Run a ``--json`` step quietly and return its parsed output."""
@@ -83,8 +95,31 @@ def fresh_scratch_home(home: Path) -> None:
     (home / DEMO_MARKER).touch()
 
 
-def tour(home: Path) -> None:
-    """The backlog and queue features, end to end."""
+DEMO_GRAPH: dict[str, Any] = {
+    "name": "build",
+    "nodes": [
+        {
+            "name": "implement",
+            "platform": "demo",
+            "prompt": "{{summary}}\n\nGoal: {{goal}}\nAcceptance: {{acceptance}}",
+        },
+        {"name": "check", "command": "git log -1 --format=%s | grep -q demo"},
+    ],
+}
+"""A two-node graph: the built-in demo agent edits and commits, a command checks it."""
+
+
+def scratch_repo(path: Path) -> None:
+    """A git work tree with one commit, for the demo graph to work in."""
+    path.mkdir()
+    identity = ["-c", "user.name=Canopy demo", "-c", "user.email=demo@canopy.invalid"]
+    (path / "README.md").write_text("# demo app\n")
+    for args in (["init", "-q"], ["add", "README.md"], ["commit", "-q", "-m", "initial"]):
+        subprocess.run(["git", *identity, *args], cwd=path, check=True, capture_output=True)
+
+
+def tour(home: Path, port: int, ui_port: int) -> None:
+    """The backlog and queues, then a real graph run over the queue on embedded Temporal."""
     fresh_scratch_home(home)
     t = Tour(home)
     print(f"Canopy demo: scratch data dir {home.resolve()}")
@@ -93,16 +128,9 @@ def tour(home: Path) -> None:
     ids = []
     for name, _group, goal in SPECS:
         created = t.run_json(
-            "spec",
-            "create",
-            "--name",
-            name,
-            "--workdir",
-            "/src/app",
-            "--body-file",
-            "-",
+            "spec", "create", "--name", name, "--workdir", "/src/app", "--body-file", "-",
             stdin=demo_body(name, goal),
-        )
+        )  # fmt: skip
         print(f"   created {created['id']}")
         ids.append(created["id"])
     t.run("spec", "list", "--workdir", "/src/app")
@@ -125,4 +153,22 @@ def tour(home: Path) -> None:
     print("\n## 5. Admin transitions on standalone specs")
     t.run("spec", "set-status", ids[2], "skip")
     t.run("queue", "list")
-    print(f"\nDone. Explore further with: CANOPY_HOME={home} canopy --help")
+
+    print("\n## 6. Temporal: the embedded dev server and the worker, in the background")
+    t.run("up", "--port", str(port), "--ui-port", str(ui_port))
+
+    print("\n## 7. A graph (demo agent + check command) drains the queue in a git repo")
+    workdir = home.resolve() / "workdir"
+    scratch_repo(workdir)
+    graph_file = home / "graph.json"
+    graph_file.write_text(json.dumps({**DEMO_GRAPH, "workdir": str(workdir)}, indent=2))
+    t.run("graph", "create", "--file", str(graph_file), show=False)
+    started = t.run_json("graph", "run", "build", "--queue", queue)
+    print(f"   started {started['run_id']} (workflow {started['workflow_id']})")
+    t.run("graph", "wait", "build", "--timeout", "300", live=True)
+    t.run("graph", "info", "build")
+    t.run_git(workdir, "log", "--oneline")
+
+    ui = f"http://localhost:{ui_port}/namespaces/default/workflows/{started['workflow_id']}"
+    print(f"\nThe run in the Temporal UI: {ui}")
+    print(f"Server and worker keep running; stop them with: CANOPY_HOME={home} canopy down")

@@ -1,18 +1,38 @@
 """``make demo`` keeps working: the tour runs end to end on a scratch data dir."""
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from tests.cli_helpers import run_canopy
+from tests.daemons import free_ports, stop_recorded_daemons
+from tests.engine import git
 
 
-def test_demo_tour_runs_and_shows_refusals(tmp_path: Path) -> None:
-    scratch = tmp_path / "demo-home"
-    result = run_canopy(tmp_path, "demo", "--home", str(scratch))
-    assert result.code == 0, result.stderr
+@pytest.fixture
+def scratch(tmp_path: Path) -> Iterator[Path]:
+    """The demo's data dir; the server and worker it leaves running are stopped after."""
+    home = tmp_path / "demo-home"
+    try:
+        yield home
+    finally:
+        stop_recorded_daemons(home)
+
+
+@pytest.mark.server
+def test_demo_tour_runs_a_real_graph_over_the_queue(tmp_path: Path, scratch: Path) -> None:
+    port, ui_port = free_ports(2)
+    result = run_canopy(
+        tmp_path, "demo", "--home", str(scratch), "--port", str(port), "--ui-port", str(ui_port)
+    )
+    assert result.code == 0, result.stdout + result.stderr
     assert "error: spec body refused: unknown tag <notes>" in result.stdout
     assert "error: queue reorder refused: group 'auth'" in result.stdout
-    assert "is now skipped" in result.stdout
-    assert (scratch / "canopy.db").exists()
+    assert "build: completed" in result.stdout
+    assert f"http://localhost:{ui_port}/namespaces/default/workflows/canopy-graph-" in result.stdout
+    commits = git(scratch / "workdir", "log", "--format=%s").splitlines()
+    assert commits == ["demo: Add a logout button", "demo: Add a login page", "initial"]
 
 
 def test_demo_never_wipes_a_directory_it_did_not_make(tmp_path: Path) -> None:
