@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import null, select
 from temporalio import activity
 
+from canopy.graphs.transitions import default_next
 from canopy.runmodels import NextSpec, NodeResult, NodeStep, RunCounts
 from canopy.store.engine import open_store
 from canopy.store.models import Graph, GraphSpec, NodeRun, QueueMember, Run, RunSpec, Spec
@@ -94,19 +95,6 @@ async def load_node(graph_id: str, node_name: str | None) -> NodeStep | None:
         max_visits=node.get("max_visits") or DEFAULT_MAX_VISITS,
         timeout_minutes=node.get("timeout_minutes"),
     )
-
-
-def default_next(nodes: list[dict[str, Any]], index: int) -> str | None:
-    """Where a node without ``next`` goes on success: the following node in the list,
-    skipping failure handlers (nodes some ``on_failure`` points at), which run only when
-    sent to. So ``implement, test (on_failure: fix), fix (next: test)`` completes the spec
-    once ``test`` passes instead of falling through into ``fix``.
-    """
-    handlers = {node["on_failure"] for node in nodes if node.get("on_failure")}
-    for node in nodes[index + 1 :]:
-        if node["name"] not in handlers:
-            return str(node["name"])
-    return None
 
 
 @activity.defn

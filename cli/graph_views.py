@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from canopy.graphs.transitions import default_next
 from cli.render import print_line, print_table
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def _show_nodes(nodes: list[dict[str, Any]]) -> None:
     """Nodes with their transitions spelled out, defaults included."""
     rows = []
     for index, node in enumerate(nodes):
-        following = nodes[index + 1]["name"] if index + 1 < len(nodes) else "(spec completes)"
+        following = default_next(nodes, index) or "(spec completes)"
         rows.append(
             [
                 index + 1,
