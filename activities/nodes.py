@@ -174,7 +174,7 @@ async def run_agent_node(launch: NodeLaunch) -> NodeResult:
         kill_group(int(before["pgid"]))
     resume = before.get("session_id") or launch.resume_session_id
     node = launch.node
-    platform_name, model, effort = _agent_config(node)
+    platform_name, model, effort = _agent_config(node, launch.member)
     values = node_marker_values(launch)
     prompt = markers.render(node["prompt"], values, markers.NODE_MARKERS)
     argv = get_platform(platform_name).build_argv(
@@ -207,12 +207,10 @@ def node_env(launch: NodeLaunch, values: dict[str, str | None]) -> dict[str, str
     }
 
 
-def _agent_config(node: dict[str, Any]) -> tuple[str, str | None, str | None]:
-    """Platform, model and effort of an agent node (an ensemble's first member for now)."""
-    if node.get("platform"):
-        return node["platform"], node.get("model"), node.get("effort")
-    member = node["ensemble_members"][0]
-    return member["platform"], member.get("model"), member.get("effort")
+def _agent_config(node: dict[str, Any], member: int | None) -> tuple[str, str | None, str | None]:
+    """Platform, model and effort of an agent node, or of one of its ensemble's members."""
+    config = node["ensemble_members"][member] if member is not None else node
+    return config["platform"], config.get("model"), config.get("effort")
 
 
 ALL: list[Callable[..., Any]] = [run_agent_node, run_command_node]

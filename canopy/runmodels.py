@@ -67,6 +67,8 @@ class NodeLaunch(BaseModel):
     workdir: str
     node: dict[str, Any]
     resume_session_id: str | None = None
+    member: int | None = None
+    """For an ensemble node: which member (index) to launch."""
 
 
 class NodeResult(BaseModel):
@@ -92,3 +94,27 @@ class RunStatus(BaseModel):
     scheduled_resume_at: datetime | None = None
     waiting_for: str | None = None
     counts: RunCounts = Field(default_factory=RunCounts)
+
+
+ContinueMode = Literal["recheck", "run_from_node", "skip_next_spec"]
+
+
+class ContinueRequest(BaseModel):
+    """The ``continue_run`` signal: how a paused run should go on.
+
+    ``recheck`` re-runs the dirty-tree guard and proceeds when it passes;
+    ``run_from_node`` starts ``spec_id`` (default: the next spec) at ``node`` (default:
+    the first) without the guard; ``skip_next_spec`` marks the next spec skipped.
+    """
+
+    mode: ContinueMode = "recheck"
+    node: str | None = None
+    spec_id: str | None = None
+
+
+SIGNAL_CONTINUE = "continue_run"
+SIGNAL_SKIP_NEXT_SPEC = "skip_next_spec"
+SIGNAL_PAUSE = "pause"
+SIGNAL_STOP = "stop"
+SIGNAL_RESET = "reset"
+QUERY_STATUS = "status"

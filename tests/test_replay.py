@@ -46,7 +46,9 @@ async def drain(store: Store, repo: Path) -> str:
     queue = queues.queue_create(store, "q")["id"]
     for spec_id in make_specs(store, "alpha", "beta"):
         queues.queue_add_spec(store, queue, spec_id)
-    implement = fake_node("implement", "FAKE: write out/{{spec_id}}.txt done")
+    implement = fake_node(
+        "implement", "FAKE: write out/{{spec_id}}.txt done\nFAKE: commit implement {{spec_id}}"
+    )
     check = {"name": "check", "command": "test -f out/{{spec_id}}.txt"}
     graph = graphs.graph_create(
         store, {"name": "g", "workdir": str(repo), "nodes": [implement, check]}

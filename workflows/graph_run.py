@@ -2,20 +2,27 @@
 
 Deterministic orchestration only. The next spec and each node are read from the store
 through activities right before they are used, so reorders and graph edits during a run
-take effect at the next spec / node launch. Agent and command nodes run on the agents
-task queue of the host holding the workdir; bookkeeping runs on the main queue.
+take effect at the next spec / node launch. Agent, command and git activities run on the
+agents task queue of the host holding the workdir; bookkeeping runs on the main queue.
+
+Between specs the dirty-tree guard runs; a dirty tree, a ``pause`` or a ``stop`` parks
+the run (graph ``paused`` with a blocker) until a ``continue_run`` signal says how to go
+on. A usage limit parks it on a durable timer instead (graph stays ``running``).
 """
 
-from datetime import timedelta
+import contextlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
-    from activities import bookkeeping, nodes
+    from activities import bookkeeping, nodes, run_state, worktree
     from canopy.runmodels import (
+        ContinueRequest,
         NextSpec,
         NodeLaunch,
         NodeResult,
@@ -23,8 +30,10 @@ with workflow.unsafe.imports_passed_through():
         RunInput,
         RunStatus,
     )
+    from workflows import blockers
 
 BOOKKEEPING_TIMEOUT = timedelta(minutes=1)
+GIT_TIMEOUT = timedelta(minutes=2)
 DEFAULT_NODE_TIMEOUT_MINUTES = 24 * 60
 """Activity deadline for a node without ``timeout_minutes`` (the node itself runs unbounded)."""
 NODE_RETRY = RetryPolicy(
@@ -36,14 +45,35 @@ NODE_RETRY = RetryPolicy(
 """Retries cover lost workers (heartbeat timeouts); an agent's own failure is a result."""
 
 
-def spec_failed(spec: NextSpec, node: str | None) -> dict[str, Any]:
-    """The blocker of a bound-spec run that ended at a failed spec (DESIGN §6.6)."""
-    return {
-        "kind": "spec_failed",
-        "message": f"spec {spec.name} ({spec.spec_id}) failed at node {node}",
-        "spec_id": spec.spec_id,
-        "node": node,
-    }
+@dataclass
+class Plan:
+    """What to do with the next spec: run it (from ``node``, resuming ``session``) or skip
+    it. ``spec`` ``None`` means: read the next spec fresh from the store."""
+
+    spec: NextSpec | None = None
+    node: str | None = None
+    session: "Session | None" = None
+    skip: bool = False
+    guarded: bool = True
+    """Whether the dirty-tree guard still has to pass (a directed start skips it)."""
+
+
+@dataclass(frozen=True)
+class Session:
+    """A harness session and the platform that owns it (only that platform can resume it)."""
+
+    id: str
+    platform: str
+
+
+@dataclass
+class SpecEnd:
+    """How one spec's passage ended."""
+
+    outcome: str
+    node: str | None = None
+    session: Session | None = None
+    resume_at: datetime | None = None
 
 
 @workflow.defn(name="GraphRun")
@@ -52,11 +82,42 @@ class GraphRun:
 
     def __init__(self) -> None:
         self._status = RunStatus(run_id="")
+        self._continue: ContinueRequest | None = None
+        self._pause_requested = False
+        self._stop_requested = False
+        self._reset_requested = False
+        self._limited_until: dict[str, datetime] = {}
+        """Platforms that reported a usage limit, and when it resets (ensemble failover)."""
 
     @workflow.query(name="status")
     def status(self) -> RunStatus:
         """Current spec and node, node run in flight, scheduled resume, counts."""
         return self._status
+
+    @workflow.signal(name="continue_run")
+    def continue_run(self, request: ContinueRequest) -> None:
+        """Go on from a pause, as ``request.mode`` says."""
+        self._continue = request
+
+    @workflow.signal(name="skip_next_spec")
+    def skip_next_spec(self) -> None:
+        """Go on from a pause, marking the next spec skipped."""
+        self._continue = ContinueRequest(mode="skip_next_spec")
+
+    @workflow.signal(name="pause")
+    def pause(self) -> None:
+        """Pause at the next spec boundary."""
+        self._pause_requested = True
+
+    @workflow.signal(name="stop")
+    def stop(self) -> None:
+        """Cancel the node in flight, mark its spec interrupted, and pause."""
+        self._stop_requested = True
+
+    @workflow.signal(name="reset")
+    def reset(self) -> None:
+        """End the run: graph idle, blocker cleared, bound specs reopened."""
+        self._reset_requested = True
 
     @workflow.run
     async def run(self, start: RunInput) -> str:
@@ -64,65 +125,272 @@ class GraphRun:
         self._status = RunStatus(run_id=start.run_id, counts=start.counts.model_copy())
         counts = self._status.counts
         specs_this_execution = 0
-        while True:
-            spec = await self._bookkeeping(bookkeeping.next_spec, start.run_id)
+        plan = Plan(guarded=False)  # the launch guard already passed
+        while not self._reset_requested:
+            if plan.guarded or self._pause_requested:
+                plan = await self._boundary(start, plan)
+                if self._reset_requested:
+                    break
+            spec = plan.spec or await self._bookkeeping(bookkeeping.next_spec, start.run_id)
             if spec is None:
-                break
-            outcome, ended_node = await self._run_spec(start, spec)
+                return await self._settle_drained(start)
+            if plan.skip:
+                end = await self._skip(start, spec)
+            else:
+                end = await self._run_spec(start, spec, plan.node, plan.session)
             counts.specs_started += 1
-            if outcome == "completed":
+            if end.outcome == "completed":
                 counts.completed += 1
-            elif outcome == "skipped":
+            elif end.outcome == "skipped":
                 counts.skipped += 1
-            elif outcome == "failed":
+            elif end.outcome == "failed":
                 counts.failed += 1
                 if start.queue_id is None:
-                    return await self._settle(start, "failed", spec_failed(spec, ended_node))
+                    return await self._settle(start, "failed", blockers.spec_failed(spec, end.node))
+            plan = await self._after(start, spec, end)
             specs_this_execution += 1
             if (
-                specs_this_execution >= start.specs_per_execution
-                or workflow.info().is_continue_as_new_suggested()
+                plan.spec is None
+                and not plan.skip
+                and (
+                    specs_this_execution >= start.specs_per_execution
+                    or workflow.info().is_continue_as_new_suggested()
+                )
             ):
                 workflow.continue_as_new(start.model_copy(update={"counts": counts}))
-        if start.queue_id is None:
-            return await self._settle(start, "completed", None)
-        unfinished = await self._bookkeeping(bookkeeping.queue_settlement, start.run_id)
-        return await self._settle(start, "failed" if unfinished else "completed", unfinished)
+        await self._bookkeeping(run_state.reset_run, start.run_id)
+        workflow.set_current_details("reset")
+        return "reset"
 
-    async def _run_spec(self, start: RunInput, spec: NextSpec) -> tuple[str, str | None]:
-        """Walk the nodes for one spec; the outcome and the node that ended it."""
+    async def _after(self, start: RunInput, spec: NextSpec, end: SpecEnd) -> Plan:
+        """The plan after a spec's outcome: usage-limit waits, stops, or the next spec."""
+        if end.outcome == "limit_blocked":
+            assert end.resume_at is not None
+            if not await self._wait_out_limit(start, end.resume_at):
+                return Plan(spec=spec, node=end.node, session=end.session)
+        if end.outcome in ("interrupted", "limit_blocked") and not self._reset_requested:
+            await self._park(start, blockers.stopped(start.graph_name, spec, end.node))
+            return await self._wait_for_continue(start, spec, None)
+        return Plan()
+
+    async def _boundary(self, start: RunInput, plan: Plan) -> Plan:
+        """Between specs: honour a pause request, then run the dirty-tree guard."""
+        upcoming = plan.spec or await self._bookkeeping(bookkeeping.next_spec, start.run_id)
+        if upcoming is None:
+            return Plan(guarded=False)
+        if self._pause_requested:
+            self._pause_requested = False
+            await self._park(start, blockers.paused(start.graph_name, upcoming))
+            return await self._wait_for_continue(start, upcoming, None)
+        if not plan.guarded:
+            return plan
+        blocker = await self._guard(start, upcoming)
+        if blocker is None:
+            return Plan(spec=upcoming, node=plan.node, session=plan.session, guarded=False)
+        await self._park(start, blocker)
+        return await self._wait_for_continue(start, upcoming, plan.node, plan.session)
+
+    async def _guard(self, start: RunInput, upcoming: NextSpec) -> dict[str, Any] | None:
+        """The dirty-tree blocker for ``upcoming``, or ``None`` when the run may go on."""
+        if await self._bookkeeping(run_state.allows_dirty_start, start.graph_id):
+            return None
+        state = await workflow.execute_activity(
+            worktree.check_worktree,
+            start.workdir,
+            task_queue=start.agents_task_queue,
+            start_to_close_timeout=GIT_TIMEOUT,
+            summary=f"git status before {upcoming.name}",
+        )
+        if state.clean:
+            return None
+        return blockers.dirty_tree(start.graph_name, start.workdir, state, upcoming)
+
+    async def _park(self, start: RunInput, blocker: dict[str, Any]) -> None:
+        """Graph ``paused`` with ``blocker`` stored (not failed).
+
+        Pending ``pause``/``stop`` requests are spent: the run is paused now.
+        """
+        self._pause_requested = False
+        self._stop_requested = False
+        self._status.waiting_for = f"continue ({blocker['kind']})"
+        workflow.set_current_details(f"paused: {blocker['message']}")
+        await self._bookkeeping(run_state.pause_run, start.run_id, blocker)
+
+    async def _wait_for_continue(
+        self,
+        start: RunInput,
+        upcoming: NextSpec,
+        node: str | None,
+        session: Session | None = None,
+    ) -> Plan:
+        """Wait for ``continue_run`` (or ``reset``) and turn it into a plan."""
+        while True:
+            await workflow.wait_condition(
+                lambda: self._continue is not None or self._reset_requested
+            )
+            if self._reset_requested:
+                return Plan(guarded=False)
+            request = self._continue
+            assert request is not None
+            self._continue = None
+            if request.mode == "run_from_node":
+                spec = upcoming
+                if request.spec_id is not None and request.spec_id != upcoming.spec_id:
+                    spec = await self._bookkeeping(
+                        run_state.spec_for_run, start.run_id, request.spec_id
+                    )
+                    session = None
+                plan = Plan(spec=spec, node=request.node or node, session=session, guarded=False)
+            elif request.mode == "skip_next_spec":
+                plan = Plan(spec=None, skip=True, guarded=False)
+            else:
+                blocker = await self._guard(start, upcoming)
+                if blocker is not None:
+                    await self._park(start, blocker)
+                    continue
+                plan = Plan(spec=upcoming, node=node, session=session, guarded=False)
+            self._status.waiting_for = None
+            await self._bookkeeping(run_state.resume_run, start.run_id)
+            return plan
+
+    async def _wait_out_limit(self, start: RunInput, resume_at: datetime) -> bool:
+        """Sleep on a durable timer until the usage limit resets (graph stays running).
+
+        ``True`` when a ``stop`` or ``reset`` cut the wait short.
+        """
+        self._status.scheduled_resume_at = resume_at
+        self._status.waiting_for = "usage limit reset"
+        workflow.set_current_details(f"usage limit: resuming at {resume_at.isoformat()}")
+        await self._bookkeeping(run_state.schedule_resume, start.run_id, resume_at)
+        delay = max(resume_at - workflow.now(), timedelta(seconds=1))
+        with contextlib.suppress(TimeoutError):
+            await workflow.wait_condition(
+                lambda: self._reset_requested or self._stop_requested, timeout=delay
+            )
+        self._status.scheduled_resume_at = None
+        self._status.waiting_for = None
+        await self._bookkeeping(run_state.schedule_resume, start.run_id, None)
+        return self._reset_requested or self._stop_requested
+
+    async def _skip(self, start: RunInput, spec: NextSpec) -> SpecEnd:
+        """Mark a spec skipped (``continue --mode skip_next_spec``)."""
+        passage = await self._bookkeeping(bookkeeping.begin_spec, start.run_id, spec)
+        await self._bookkeeping(bookkeeping.finish_spec, passage, "skipped", None)
+        return SpecEnd("skipped")
+
+    async def _run_spec(
+        self, start: RunInput, spec: NextSpec, first_node: str | None, session: Session | None
+    ) -> SpecEnd:
+        """Walk the nodes for one spec from ``first_node``; how the passage ended."""
         self._show(spec, None)
         passage = await self._bookkeeping(bookkeeping.begin_spec, start.run_id, spec)
         visits: dict[str, int] = {}
-        node_name: str | None = None
-        outcome, ended_node = "failed", None
+        node_name = first_node
+        end = SpecEnd("failed")
         while True:
             step = await self._bookkeeping(bookkeeping.load_node, start.graph_id, node_name)
             if step is None:
-                ended_node = node_name
+                end = SpecEnd("failed", node_name)
                 break
             visits[step.name] = visits.get(step.name, 0) + 1
-            ended_node = step.name
             if visits[step.name] > step.max_visits:
+                end = SpecEnd("failed", step.name)
                 break
-            result = await self._run_node(start, spec, step, visits[step.name])
+            result = await self._launch_step(start, spec, step, visits[step.name], session)
+            session = None
+            produced = (
+                Session(result.harness_session_id, result.platform)
+                if result.harness_session_id and result.platform
+                else None
+            )
+            if result.status == "interrupted":
+                end = SpecEnd("interrupted", step.name, produced)
+                break
+            if result.status == "limit_blocked":
+                end = SpecEnd("limit_blocked", step.name, produced, result.limit_reset_at)
+                break
             if result.status == "succeeded":
                 if step.next_node is None:
-                    outcome = "completed"
+                    end = SpecEnd("completed", step.name)
                     break
                 node_name = step.next_node
             elif step.on_failure is not None:
                 node_name = step.on_failure
             else:
+                end = SpecEnd("failed", step.name)
                 break
-        await self._bookkeeping(bookkeeping.finish_spec, passage, outcome, ended_node)
+        await self._bookkeeping(bookkeeping.finish_spec, passage, end.outcome, end.node)
         self._show(None, None)
-        return outcome, ended_node
+        return end
+
+    async def _launch_step(
+        self,
+        start: RunInput,
+        spec: NextSpec,
+        step: NodeStep,
+        visit: int,
+        session: Session | None,
+    ) -> NodeResult:
+        """Run a node; an ensemble fails over to its next member on a usage limit.
+
+        Members whose platform is still limited are passed over; when every member is
+        limited the node ends ``limit_blocked`` with the earliest reset.
+        """
+        if step.definition.get("command"):
+            return await self._run_node(start, spec, step, visit, None, None)
+        ensemble = bool(step.definition.get("ensemble"))
+        members = step.definition.get("ensemble_members") if ensemble else [step.definition]
+        assert members
+        for index, member in enumerate(members):
+            platform = member["platform"]
+            until = self._limited_until.get(platform)
+            if ensemble and until is not None and until > workflow.now():
+                continue
+            resume = await self._resume_for(start, spec, step, platform, session)
+            result = await self._run_node(
+                start, spec, step, visit, resume, index if ensemble else None
+            )
+            if result.status != "limit_blocked":
+                return result
+            self._limited_until[platform] = result.limit_reset_at or workflow.now()
+            if not ensemble:
+                return result
+        return NodeResult(
+            status="limit_blocked",
+            limit_reset_at=min(self._limited_until[m["platform"]] for m in members),
+            error="every ensemble member is usage-limited",
+        )
+
+    async def _resume_for(
+        self,
+        start: RunInput,
+        spec: NextSpec,
+        step: NodeStep,
+        platform: str,
+        session: Session | None,
+    ) -> str | None:
+        """The session a launch on ``platform`` resumes: the one handed over (a re-run
+        after a usage limit), else for a grouped spec the one its last completed sibling
+        left at this node (DESIGN §6.9); ungrouped specs start cold."""
+        if session is not None:
+            return session.id if session.platform == platform else None
+        if spec.group is None or start.queue_id is None:
+            return None
+        found: str | None = await self._bookkeeping(
+            run_state.group_session, start.run_id, spec.group, step.name, platform
+        )
+        return found
 
     async def _run_node(
-        self, start: RunInput, spec: NextSpec, step: NodeStep, visit: int
+        self,
+        start: RunInput,
+        spec: NextSpec,
+        step: NodeStep,
+        visit: int,
+        resume_session_id: str | None,
+        member: int | None,
     ) -> NodeResult:
-        """Record, launch and record the end of one node run."""
+        """Record, launch and record the end of one node run (stoppable by signal)."""
         node_run_id = await self._bookkeeping(
             bookkeeping.start_node_run, start.run_id, spec.spec_id, step.name, visit
         )
@@ -135,24 +403,43 @@ class GraphRun:
             spec_id=spec.spec_id,
             workdir=start.workdir,
             node=step.definition,
+            resume_session_id=resume_session_id,
+            member=member,
         )
         runner = nodes.run_command_node if step.definition.get("command") else nodes.run_agent_node
         timeout_minutes = step.timeout_minutes or DEFAULT_NODE_TIMEOUT_MINUTES
+        handle = workflow.start_activity(
+            runner,
+            launch,
+            task_queue=start.agents_task_queue,
+            start_to_close_timeout=timedelta(minutes=timeout_minutes + 1),
+            heartbeat_timeout=timedelta(seconds=start.heartbeat_timeout_seconds),
+            retry_policy=NODE_RETRY,
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            summary=f"{spec.name} · {step.name} (visit {visit})",
+        )
+        await workflow.wait_condition(
+            lambda: handle.done() or self._stop_requested or self._reset_requested
+        )
+        if not handle.done():
+            self._stop_requested = False
+            handle.cancel()
         try:
-            result = await workflow.execute_activity(
-                runner,
-                launch,
-                task_queue=start.agents_task_queue,
-                start_to_close_timeout=timedelta(minutes=timeout_minutes + 1),
-                heartbeat_timeout=timedelta(seconds=start.heartbeat_timeout_seconds),
-                retry_policy=NODE_RETRY,
-                summary=f"{spec.name} · {step.name} (visit {visit})",
-            )
+            result = await handle
         except ActivityError as error:
-            cause = error.cause or error
-            result = NodeResult(status="failed", error=str(cause))
+            if isinstance(error.cause, CancelledError):
+                result = NodeResult(status="interrupted", error="stopped by request")
+            else:
+                result = NodeResult(status="failed", error=str(error.cause or error))
         await self._bookkeeping(bookkeeping.finish_node_run, node_run_id, result)
         return result
+
+    async def _settle_drained(self, start: RunInput) -> str:
+        """No runnable spec is left: settle by the queue's members, or complete."""
+        if start.queue_id is None:
+            return await self._settle(start, "completed", None)
+        unfinished = await self._bookkeeping(bookkeeping.queue_settlement, start.run_id)
+        return await self._settle(start, "failed" if unfinished else "completed", unfinished)
 
     async def _settle(self, start: RunInput, status: str, blocker: dict[str, Any] | None) -> str:
         """Write the final status of the run and the graph."""

@@ -119,6 +119,10 @@ class Run(Base):
     summary: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    scheduled_resume_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True
+    )
+    """Set while the run waits out a usage limit on a durable timer (DESIGN §6.5)."""
 
     __table_args__ = (
         Index("ix_runs_graph_number", "graph_id", "number", unique=True),

@@ -1,0 +1,121 @@
+"""Store writes for run control: pausing with a blocker, resuming, usage-limit waits,
+reset, and the facts the workflow needs to steer (dirty-start policy, warm sessions)."""
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from temporalio import activity
+
+from canopy.runmodels import NextSpec
+from canopy.store.engine import open_store
+from canopy.store.models import Graph, GraphSpec, NodeRun, QueueMember, Run, RunSpec, Spec
+from canopy.timefmt import utcnow
+
+
+def _set_status(run_id: str, status: str, blocker: dict[str, Any] | None) -> None:
+    with open_store().transaction() as session:
+        run = session.get_one(Run, run_id)
+        run.status = status
+        graph = session.get_one(Graph, run.graph_id)
+        graph.status = status
+        graph.blocker = blocker
+        graph.updated_at = utcnow()
+
+
+@activity.defn
+async def pause_run(run_id: str, blocker: dict[str, Any]) -> None:
+    """Run and graph ``paused`` with the blocker stored on the graph (not failed)."""
+    _set_status(run_id, "paused", blocker)
+
+
+@activity.defn
+async def resume_run(run_id: str) -> None:
+    """Run and graph back to ``running``; a resume clears the blocker."""
+    _set_status(run_id, "running", None)
+
+
+@activity.defn
+async def schedule_resume(run_id: str, resume_at: datetime | None) -> None:
+    """Record (or clear, ``None``) when a usage-limit wait ends, for ``graph info``."""
+    with open_store().transaction() as session:
+        session.get_one(Run, run_id).scheduled_resume_at = resume_at
+
+
+@activity.defn
+async def reset_run(run_id: str) -> None:
+    """End the run as ``reset``: graph ``idle``, blocker cleared, bound specs reopened."""
+    with open_store().transaction() as session:
+        run = session.get_one(Run, run_id)
+        run.status = "reset"
+        run.ended_at = utcnow()
+        run.scheduled_resume_at = None
+        graph = session.get_one(Graph, run.graph_id)
+        graph.status = "idle"
+        graph.blocker = None
+        graph.updated_at = utcnow()
+        bound = select(GraphSpec.spec_id).where(GraphSpec.graph_id == graph.id)
+        session.execute(update(Spec).where(Spec.id.in_(bound)).values(status="pending"))
+
+
+@activity.defn
+async def allows_dirty_start(graph_id: str) -> bool:
+    """The graph's ``allow_dirty_start``, read fresh (it may be edited while paused)."""
+    with open_store().transaction() as session:
+        return session.get_one(Graph, graph_id).allow_dirty_start
+
+
+@activity.defn
+async def spec_for_run(run_id: str, spec_id: str) -> NextSpec:
+    """A directed start's spec with its queue group (``continue --spec``)."""
+    with open_store().transaction() as session:
+        run = session.get_one(Run, run_id)
+        spec = session.get_one(Spec, spec_id)
+        group = None
+        if run.queue_id is not None:
+            member = session.get(QueueMember, (run.queue_id, spec_id))
+            group = member.group if member is not None else None
+        return NextSpec(spec_id=spec.id, name=spec.name, group=group)
+
+
+@activity.defn
+async def group_session(run_id: str, group: str, node: str, platform: str) -> str | None:
+    """The harness session node ``node`` captured for the group's latest completed sibling.
+
+    Grouped queue members share a warm session (DESIGN §6.9): only siblings whose
+    passage *completed* count, so a failed sibling's session is never reused; and only
+    sessions of ``platform``, the only harness that can resume them.
+    """
+    with open_store().transaction() as session:
+        queue_id = session.get_one(Run, run_id).queue_id
+        found = session.scalar(
+            select(NodeRun.harness_session_id)
+            .join(
+                RunSpec, (RunSpec.run_id == NodeRun.run_id) & (RunSpec.spec_id == NodeRun.spec_id)
+            )
+            .join(Run, Run.id == RunSpec.run_id)
+            .where(
+                Run.queue_id == queue_id,
+                RunSpec.group == group,
+                RunSpec.outcome == "completed",
+                NodeRun.node == node,
+                NodeRun.platform == platform,
+                NodeRun.status == "succeeded",
+                NodeRun.harness_session_id.is_not(None),
+            )
+            .order_by(RunSpec.ended_at.desc(), NodeRun.id.desc())
+            .limit(1)
+        )
+    return found
+
+
+ALL: list[Callable[..., Any]] = [
+    pause_run,
+    resume_run,
+    schedule_resume,
+    reset_run,
+    allows_dirty_start,
+    spec_for_run,
+    group_session,
+]
