@@ -7,6 +7,7 @@ the config file's ``executable`` override.
 """
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -15,6 +16,8 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -63,7 +66,41 @@ async def serving(
     temporal_env: WorkflowEnvironment, canopy_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Client]:
     """A worker for this test's data dir, on its own task queues, against the dev server."""
-    client = temporal_env.client
+    async with worker_for(temporal_env.client, canopy_home, monkeypatch):
+        yield temporal_env.client
+
+
+@pytest_asyncio.fixture
+async def time_skipping(
+    canopy_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[WorkflowEnvironment]:
+    """The time-skipping test server with a worker for this test's data dir: timers of
+    hours pass in moments while a test awaits a workflow result."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(TEMPORAL_BIN.parent / "temporal-test-server"),
+        data_converter=pydantic_data_converter,
+    )
+    await env.client.operator_service.add_search_attributes(
+        AddSearchAttributesRequest(
+            namespace=env.client.namespace,
+            search_attributes={
+                name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+                for name in temporal_client.SEARCH_ATTRIBUTES
+            },
+        )
+    )
+    try:
+        async with worker_for(env.client, canopy_home, monkeypatch):
+            yield env
+    finally:
+        await env.shutdown()
+
+
+@contextlib.asynccontextmanager
+async def worker_for(
+    client: Client, canopy_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[None]:
+    """Run the daemon's workers in-process for one test, on task queues of its own."""
     monkeypatch.setenv("TEMPORAL_ADDRESS", client.service_client.config.target_host)
     suffix = canopy_home.parent.name
     monkeypatch.setattr(temporal_client, "MAIN_TASK_QUEUE", f"canopy-{suffix}")
@@ -72,9 +109,11 @@ async def serving(
     )
     workers = worker.build_workers(client)
     tasks = [asyncio.create_task(w.run()) for w in workers]
-    yield client
-    await asyncio.gather(*(w.shutdown() for w in workers))
-    await asyncio.gather(*tasks, return_exceptions=True)
+    try:
+        yield
+    finally:
+        await asyncio.gather(*(w.shutdown() for w in workers))
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 @pytest.fixture
