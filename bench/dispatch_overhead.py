@@ -21,6 +21,7 @@ Progress goes to stderr, results to stdout as markdown.
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import shutil
@@ -50,6 +51,7 @@ NODE_COMMAND = "true"
 DEFAULT_SPECS_PER_EXECUTION = 100
 """GraphRun's default (``RunInput.specs_per_execution``), unless the env overrides it."""
 PROGRESS_EVERY_SECONDS = 10.0
+NODE_ACTIVITIES = ("run_command_node", "run_agent_node")
 GIT_IDENTITY = ["-c", "user.name=canopy bench", "-c", "user.email=bench@example.invalid"]
 
 
@@ -89,6 +91,14 @@ class Memory:
     rss_kib: int
 
 
+@dataclass
+class Phase:
+    """Time spent between consecutive history events of one kind, and how often."""
+
+    seconds: float = 0.0
+    count: int = 0
+
+
 @dataclass(frozen=True)
 class Chain:
     """The executions of a run's continue-as-new chain and their history lengths."""
@@ -98,8 +108,8 @@ class Chain:
     largest_counted: int
     """Events of the largest execution counted one by one (``fetch_history``): a cross-check
     of ``describe()``'s figure."""
-    phases: dict[str, float]
-    """Seconds of the largest execution spent in each step between consecutive events."""
+    phases: dict[str, "Phase"]
+    """Time of the largest execution spent in each step between consecutive events."""
     phase_specs: int
     """Specs the largest execution worked on (its ``begin_spec`` activities)."""
 
@@ -116,6 +126,8 @@ class Results:
     server: Memory | None
     chain: Chain
     spec_statuses: dict[str, int]
+    cpu: dict[str, float]
+    """CPU seconds the worker and the dev server used during the engine run."""
 
     @property
     def baseline(self) -> float:
@@ -261,6 +273,22 @@ def memory_of(pid: int) -> Memory:
     return Memory(peak_kib=fields["VmHWM"], rss_kib=fields["VmRSS"])
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time ``pid`` has used so far (``/proc/<pid>/stat``)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ", field 3 is index 0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def daemon_cpu(home: Path) -> dict[str, float]:
+    """CPU seconds used so far by the worker and the dev server of ``home``."""
+    pids = {"worker": int((home / "worker.pid").read_text())}
+    record = home / "server.json"
+    if record.exists():
+        pids["dev server"] = int(json.loads(record.read_text())["pid"])
+    return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+
 def worker_memory(home: Path) -> Memory:
     """The background worker's memory (its pid is in ``worker.pid``)."""
     return memory_of(int((home / "worker.pid").read_text()))
@@ -394,7 +422,7 @@ async def read_chain(address: str, workflow_id: str) -> Chain:
     )
 
 
-def phase_seconds(events: Sequence[Any]) -> tuple[dict[str, float], int]:
+def phase_seconds(events: Sequence[Any]) -> tuple[dict[str, Phase], int]:
     """Attribute the time between consecutive history events to what happened in it.
 
     GraphRun runs one activity at a time, so its history is one sequence: workflow task
@@ -406,31 +434,36 @@ def phase_seconds(events: Sequence[Any]) -> tuple[dict[str, float], int]:
     from temporalio.api.enums.v1 import EventType
 
     activity_names: dict[int, str] = {}
-    totals: dict[str, float] = {}
-    for previous, event in zip(events, events[1:], strict=False):
+    phases: dict[str, Phase] = {}
+    for previous, event in itertools.pairwise(events):
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             attributes = event.activity_task_scheduled_event_attributes
             activity_names[event.event_id] = attributes.activity_type.name
-        label = phase_label(event, activity_names, EventType)
+        label = phase_label(event, activity_names)
         gap = event.event_time.ToNanoseconds() - previous.event_time.ToNanoseconds()
-        totals[label] = totals.get(label, 0.0) + gap / 1e9
-    return totals, list(activity_names.values()).count("begin_spec")
+        phase = phases.setdefault(label, Phase())
+        phase.seconds += gap / 1e9
+        phase.count += 1
+    return phases, list(activity_names.values()).count("begin_spec")
 
 
-def phase_label(event: Any, activity_names: dict[int, str], event_type: Any) -> str:
-    """What the gap before ``event`` was spent on."""
+def phase_label(event: Any, activity_names: dict[int, str]) -> str:
+    """What the gap before ``event`` was spent on (bookkeeping queue waits lumped together)."""
+    from temporalio.api.enums.v1 import EventType
+
     kind = event.event_type
-    if kind == event_type.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+    if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
         return "workflow task queued (scheduled → started)"
-    if kind == event_type.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+    if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
         return "workflow task on the worker (started → completed)"
-    if kind == event_type.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-        scheduled = event.activity_task_started_event_attributes.scheduled_event_id
-        return f"activity queued (scheduled → started): {activity_names.get(scheduled, '?')}"
-    if kind == event_type.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+    if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+        name = activity_names.get(event.activity_task_started_event_attributes.scheduled_event_id)
+        where = "node, agents queue" if name in NODE_ACTIVITIES else "bookkeeping, main queue"
+        return f"activity queued (scheduled → started): {where}"
+    if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
         scheduled = event.activity_task_completed_event_attributes.scheduled_event_id
-        return f"activity running (started → completed): {activity_names.get(scheduled, '?')}"
-    return "other (server bookkeeping between events)"
+        return f"activity running (started → completed): `{activity_names.get(scheduled)}`"
+    return "other (between events written together)"
 
 
 def measure(scratch: Scratch, count: int) -> Results:
@@ -443,7 +476,9 @@ def measure(scratch: Scratch, count: int) -> Results:
         print(f"baseline loop over {count} specs…", file=sys.stderr)
         before = baseline_seconds(scratch.repo, count)
         print(f"engine: draining {count} specs…", file=sys.stderr)
+        cpu_before = daemon_cpu(scratch.home)
         engine = run_engine(scratch, count)
+        cpu = {name: used - cpu_before[name] for name, used in daemon_cpu(scratch.home).items()}
         print("baseline loop again…", file=sys.stderr)
         after = baseline_seconds(scratch.repo, count)
         chain = asyncio.run(read_chain(scratch.address, engine.workflow_id))
@@ -457,6 +492,7 @@ def measure(scratch: Scratch, count: int) -> Results:
         server=server,
         chain=chain,
         spec_statuses=spec_statuses(scratch.home),
+        cpu=cpu,
     )
 
 
@@ -507,6 +543,16 @@ def mib(kib: int) -> str:
     return f"{kib / 1024:.1f}"
 
 
+def run_lengths(lengths: list[int]) -> str:
+    """History lengths, most common first: ``4121 x 99, 191 x 1`` (a bounded chain repeats
+    one length; a growing one would not)."""
+    counts: dict[int, int] = {}
+    for length in lengths:
+        counts[length] = counts.get(length, 0) + 1
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], -item[0]))
+    return ", ".join(f"{length} x {times}" for length, times in ordered)
+
+
 def drain_table(results: Results) -> list[str]:
     """Throughput, memory and the continue-as-new chain of the run."""
     n, engine, chain = results.count, results.engine.seconds, results.chain
@@ -526,7 +572,12 @@ def drain_table(results: Results) -> list[str]:
         ("worker VmHWM before `down`, MiB", mib(results.worker.peak_kib)),
         ("worker VmRSS before `down`, MiB", mib(results.worker.rss_kib)),
         ("dev server VmHWM / VmRSS before `down`, MiB", server),
+        *(
+            (f"{name} CPU during the run: s (ms per spec)", f"{used:.1f} ({used / n * 1000:.1f})")
+            for name, used in results.cpu.items()
+        ),
         ("executions in the continue-as-new chain", f"{len(chain.lengths)}"),
+        ("their history lengths (events x executions)", run_lengths(chain.lengths)),
         ("specs_per_execution", f"{per_execution}"),
         (
             "largest execution history (events)",
@@ -547,18 +598,19 @@ def phase_table(results: Results) -> list[str]:
     """Where the per-spec time of the largest execution went, biggest first."""
     chain = results.chain
     specs = max(chain.phase_specs, 1)
-    total = sum(chain.phases.values()) or 1.0
-    rows = sorted(chain.phases.items(), key=lambda item: -item[1])
+    total = sum(phase.seconds for phase in chain.phases.values()) or 1.0
+    rows = sorted(chain.phases.items(), key=lambda item: -item[1].seconds)
     return [
         f"where the time goes: largest execution ({chain.phase_specs} specs), gaps between "
         "consecutive history events\n",
-        "| phase | ms per spec | share |",
-        "| --- | ---: | ---: |",
+        "| phase | per spec | ms per spec | ms each | share |",
+        "| --- | ---: | ---: | ---: | ---: |",
         *(
-            f"| {label} | {seconds / specs * 1000:.1f} | {seconds / total:.0%} |"
-            for label, seconds in rows
+            f"| {label} | {phase.count / specs:.1f} | {phase.seconds / specs * 1000:.1f} | "
+            f"{phase.seconds / phase.count * 1000:.1f} | {phase.seconds / total:.0%} |"
+            for label, phase in rows
         ),
-        f"| **total** | **{total / specs * 1000:.1f}** | 100% |",
+        f"| **total** | | **{total / specs * 1000:.1f}** | | 100% |",
     ]
 
 

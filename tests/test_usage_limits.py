@@ -77,7 +77,7 @@ async def test_a_limit_blocked_spec_waits_out_the_reset_then_resumes_its_session
         "platform": platform,
         "prompt": f"FAKE: limit-once {marker}\nFAKE: write out.txt x\nFAKE: commit done",
     }
-    graph, workflow_id = await start(home_store, repo, {"nodes": [node]})
+    graph, _ = await start(home_store, repo, {"nodes": [node]})
     resume_at = await scheduled_resume(home_store)
     hours = (resume_at.replace(tzinfo=None) - utcnow().replace(tzinfo=None)).total_seconds() / 3600
     assert 4.9 < hours <= 5.0, "the reset the platform reported"
