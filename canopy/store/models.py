@@ -170,3 +170,32 @@ class RunSpec(Base):
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     __table_args__ = (Index("ix_run_specs_run", "run_id", "id"),)
+
+
+class HookRun(Base):
+    """One firing of one hook: what fired (an exact copy of its config), for which event
+    and spec, and how it went. ``fire_key`` makes firing idempotent across retries."""
+
+    __tablename__ = "hook_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    graph_id: Mapped[str] = mapped_column(ForeignKey("graphs.id", ondelete="CASCADE"))
+    run_id: Mapped[str | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), nullable=True
+    )
+    event: Mapped[str] = mapped_column(String(32))
+    hook_index: Mapped[int] = mapped_column(Integer)
+    hook_config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    spec_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    status: Mapped[str] = mapped_column(String(32))
+    output: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    log_path: Mapped[str | None] = mapped_column(String(4096), nullable=True)
+    fire_key: Mapped[str] = mapped_column(String(400))
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    __table_args__ = (
+        Index("ix_hook_runs_graph", "graph_id", "id"),
+        Index("ix_hook_runs_fire_key", "fire_key", unique=True),
+    )
