@@ -59,7 +59,7 @@ def test_a_legacy_on_completed_column_becomes_an_on_completed_hook(db_url: str) 
         connection.execute(text("ALTER TABLE graphs ADD COLUMN on_completed TEXT"))
         legacy = '{"platform": "claude", "prompt": "Update docs for {{completed_specs}}"}'
         existing = '{"on_completed": [{"command": "notify.sh"}]}'
-        for graph_id, hooks, on_completed in (
+        for graph_id, stored_hooks, on_completed in (
             ("graph-legacy0001", "{}", legacy),
             ("graph-legacy0002", existing, legacy),
             ("graph-legacy0003", "{}", None),
@@ -70,7 +70,7 @@ def test_a_legacy_on_completed_column_becomes_an_on_completed_hook(db_url: str) 
                     " status, created_at, updated_at, on_completed) VALUES (:id, 'g', false,"
                     " '[]', '{}', :hooks, 'idle', '2026-01-01', '2026-01-01', :legacy)"
                 ),
-                {"id": graph_id, "hooks": hooks, "legacy": on_completed},
+                {"id": graph_id, "hooks": stored_hooks, "legacy": on_completed},
             )
     engine.dispose()
     store = Store(db_url)

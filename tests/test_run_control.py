@@ -31,14 +31,14 @@ def make_specs(store: Store, *names: str) -> list[str]:
 
 
 def make_queue(store: Store, members: list[str], group: str | None = None) -> str:
-    queue = queues.queue_create(store, "q")["id"]
+    queue: str = queues.queue_create(store, "q")["id"]
     for spec_id in members:
         queues.queue_add_spec(store, queue, spec_id, group=group)
     return queue
 
 
 def make_graph(store: Store, repo: Path, nodes: list[dict[str, Any]], **extra: Any) -> str:
-    graph = graphs.graph_create(
+    graph: dict[str, Any] = graphs.graph_create(
         store, {"name": "build", "workdir": str(repo), "nodes": nodes, **extra}
     )
     return str(graph["id"])
