@@ -1,6 +1,7 @@
 """Migrations are the only way the schema changes, and they match the models."""
 
 import json
+from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -76,7 +77,8 @@ def test_a_legacy_on_completed_column_becomes_an_on_completed_hook(db_url: str) 
     store = Store(db_url)
     with store.engine.connect() as connection:
         columns = {c["name"] for c in inspect(connection).get_columns("graphs")}
-        hooks = dict(connection.execute(text("SELECT id, hooks FROM graphs ORDER BY id")).all())
+        rows = connection.execute(text("SELECT id, hooks FROM graphs ORDER BY id")).all()
+        hooks: dict[str, Any] = {str(graph_id): value for graph_id, value in rows}
     store.close()
     assert "on_completed" not in columns
     decoded = {k: json.loads(v) if isinstance(v, str) else v for k, v in hooks.items()}
