@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities import bookkeeping, nodes, run_state, worktree
+from activities import bookkeeping, hooks, nodes, run_state, worktree
 from activities.ping import ping
 from canopy import temporal_client
 from canopy.errors import Refused
@@ -37,7 +37,12 @@ WORKFLOWS: Sequence[type] = (PingWorkflow, GraphRun)
 MAIN_ACTIVITIES: Sequence[Callable[..., Any]] = (*bookkeeping.ALL, *run_state.ALL)
 """Host-independent activities (store writes, hook bookkeeping), on the main task queue."""
 
-AGENT_ACTIVITIES: Sequence[Callable[..., Any]] = (ping, *nodes.ALL, *worktree.ALL)
+AGENT_ACTIVITIES: Sequence[Callable[..., Any]] = (
+    ping,
+    *nodes.ALL,
+    *worktree.ALL,
+    *hooks.ALL,
+)
 """Activities that touch a workdir (agents, commands, git), on this host's agents queue."""
 
 # -----------------------------------------------------------------------------------------

@@ -118,3 +118,28 @@ SIGNAL_PAUSE = "pause"
 SIGNAL_STOP = "stop"
 SIGNAL_RESET = "reset"
 QUERY_STATUS = "status"
+
+
+HookEvent = Literal["on_completed", "on_failed", "on_blocked", "on_spec_completed"]
+HOOK_EVENTS: tuple[str, ...] = ("on_completed", "on_failed", "on_blocked", "on_spec_completed")
+
+
+class HookFiring(BaseModel):
+    """One occurrence of a graph event: what the hooks fired for it may know.
+
+    ``occurrence`` names this occurrence within the run (a spec passage, the settle, the
+    n-th pause), so hook runs are recorded once per occurrence even if the firing
+    activity is retried.
+    """
+
+    run_id: str
+    graph_id: str
+    graph_name: str
+    workdir: str
+    event: HookEvent
+    occurrence: str
+    spec_id: str | None = None
+    spec_name: str | None = None
+    failed_specs: list[str] = Field(default_factory=list)
+    blocker: str | None = None
+    node: str | None = None

@@ -20,9 +20,11 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
-    from activities import bookkeeping, nodes, run_state, worktree
+    from activities import bookkeeping, hooks, nodes, run_state, worktree
     from canopy.runmodels import (
         ContinueRequest,
+        HookEvent,
+        HookFiring,
         NextSpec,
         NodeLaunch,
         NodeResult,
@@ -86,6 +88,8 @@ class GraphRun:
         self._pause_requested = False
         self._stop_requested = False
         self._reset_requested = False
+        self._parked = False
+        self._parks = 0
         self._limited_until: dict[str, datetime] = {}
         """Platforms that reported a usage limit, and when it resets (ensemble failover)."""
 
@@ -215,6 +219,16 @@ class GraphRun:
         self._status.waiting_for = f"continue ({blocker['kind']})"
         workflow.set_current_details(f"paused: {blocker['message']}")
         await self._bookkeeping(run_state.pause_run, start.run_id, blocker)
+        if not self._parked:  # a re-check that stays paused is the same pause
+            self._parked = True
+            self._parks += 1
+            await self._fire(
+                start,
+                "on_blocked",
+                f"pause-{workflow.info().run_id}-{self._parks}",
+                blocker=blocker["message"],
+                node=blocker.get("node"),
+            )
 
     async def _wait_for_continue(
         self,
@@ -250,6 +264,7 @@ class GraphRun:
                     continue
                 plan = Plan(spec=upcoming, node=node, session=session, guarded=False)
             self._status.waiting_for = None
+            self._parked = False
             await self._bookkeeping(run_state.resume_run, start.run_id)
             return plan
 
@@ -321,6 +336,14 @@ class GraphRun:
                 break
         await self._bookkeeping(bookkeeping.finish_spec, passage, end.outcome, end.node)
         self._show(None, None)
+        if end.outcome == "completed":
+            await self._fire(
+                start,
+                "on_spec_completed",
+                f"passage-{passage}",
+                spec_id=spec.spec_id,
+                spec_name=spec.name,
+            )
         return end
 
     async def _launch_step(
@@ -447,7 +470,42 @@ class GraphRun:
             bookkeeping.settle_run, start.run_id, status, blocker, self._status.counts
         )
         workflow.set_current_details(f"settled {status}")
+        if status == "completed" and self._status.counts.completed > 0:
+            await self._fire(start, "on_completed", "settled")
+        elif status == "failed" and blocker is not None:
+            await self._fire(
+                start,
+                "on_failed",
+                "settled",
+                spec_id=blocker.get("spec_id"),
+                failed_specs=blocker.get("failed_specs", []),
+                blocker=blocker["message"],
+                node=blocker.get("node"),
+            )
         return status
+
+    async def _fire(
+        self, start: RunInput, event: HookEvent, occurrence: str, **context: Any
+    ) -> None:
+        """Fire ``event``'s hooks (read from the store now) on the run's host."""
+        firing = HookFiring(
+            run_id=start.run_id,
+            graph_id=start.graph_id,
+            graph_name=start.graph_name,
+            workdir=start.workdir,
+            event=event,
+            occurrence=occurrence,
+            **context,
+        )
+        await workflow.execute_activity(
+            hooks.fire_hooks,
+            firing,
+            task_queue=start.agents_task_queue,
+            start_to_close_timeout=timedelta(hours=24),
+            heartbeat_timeout=timedelta(seconds=start.heartbeat_timeout_seconds),
+            retry_policy=NODE_RETRY,
+            summary=f"hooks: {event}",
+        )
 
     def _show(
         self, spec: NextSpec | None, node: str | None, node_run_id: int | None = None

@@ -1,0 +1,229 @@
+"""Firing a graph event's hooks (DESIGN §7), on the agents queue of the run's host.
+
+The stored hooks are read when the event fires, so an edit that lands before an event is
+the one that fires, and hooks are not retroactive. Hooks run in declaration order; each
+is recorded with an exact copy of its config. A failing hook is recorded and never stops
+the others nor changes the graph's status. Each hook run is recorded (status
+``running``) before it starts, keyed by run, event occurrence and hook index, so a
+retried firing never runs a hook twice.
+"""
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from temporalio import activity
+
+from activities.process import previous_attempt, run_logged
+from canopy import markers, specformat
+from canopy.paths import canopy_home
+from canopy.platforms import get_platform
+from canopy.runmodels import HookFiring
+from canopy.store.engine import open_store
+from canopy.store.models import Graph, HookRun, RunSpec, Spec
+from canopy.timefmt import utcnow
+
+SPEC_EVENTS = ("on_spec_completed", "on_failed")
+"""Events whose hooks may name ``spec_ids``."""
+OUTPUT_KEPT_CHARACTERS = 4000
+COMMAND_HOOK_TIMEOUT_MINUTES = 60.0
+INTERACTIVE_UNAVAILABLE = (
+    "interactive hooks deliver into live sessions, which this Canopy version does not have "
+    "yet; the hook was validated but not delivered"
+)
+
+
+@activity.defn
+async def fire_hooks(firing: HookFiring) -> list[int]:
+    """Run the event's stored hooks in order; the ids of the hook runs recorded."""
+    previous_attempt()
+    with open_store().transaction() as session:
+        hooks: list[dict[str, Any]] = list(
+            (session.get_one(Graph, firing.graph_id).hooks or {}).get(firing.event, [])
+        )
+    values = marker_values(firing)
+    recorded = []
+    for index, hook in enumerate(hooks):
+        matched = matching_spec(hook, firing)
+        if matched is False:
+            continue
+        hook_values = {**values, "spec_id": matched} if isinstance(matched, str) else values
+        hook_run_id = begin_hook_run(firing, index, hook, hook_values.get("spec_id"))
+        if hook_run_id is None:
+            continue
+        recorded.append(hook_run_id)
+        await run_and_record(hook_run_id, hook, hook_values, firing)
+    return recorded
+
+
+def matching_spec(hook: dict[str, Any], firing: HookFiring) -> str | bool:
+    """Whether a hook fires for this occurrence: ``True`` (no ``spec_ids``), ``False``,
+    or the matching spec id (a failed queue run matches any of its failed members)."""
+    wanted = hook.get("spec_ids")
+    if not wanted or firing.event not in SPEC_EVENTS:
+        return True
+    candidates = [firing.spec_id] if firing.spec_id else firing.failed_specs
+    return next((spec_id for spec_id in candidates if spec_id in wanted), False)
+
+
+def marker_values(firing: HookFiring) -> dict[str, str | None]:
+    """The reference's markers, populated as the event provides them (others: none)."""
+    values: dict[str, str | None] = {
+        "graph_name": firing.graph_name,
+        "workdir": firing.workdir,
+    }
+    if firing.event == "on_completed":
+        values["completed_specs"] = completed_specs(firing.run_id)
+    elif firing.event == "on_spec_completed":
+        values.update(spec_name=firing.spec_name, spec_id=firing.spec_id)
+    elif firing.event == "on_failed":
+        first_failed = firing.failed_specs[0] if firing.failed_specs else None
+        values.update(
+            blocker=firing.blocker, node=firing.node, spec_id=firing.spec_id or first_failed
+        )
+    else:
+        values.update(blocker=firing.blocker, node=firing.node)
+    return values
+
+
+def completed_specs(run_id: str) -> str | None:
+    """``name: one-line summary`` of each spec this run completed, in completion order."""
+    with open_store().transaction() as session:
+        rows = session.execute(
+            select(Spec.name, Spec.body)
+            .join(RunSpec, RunSpec.spec_id == Spec.id)
+            .where(RunSpec.run_id == run_id, RunSpec.outcome == "completed")
+            .order_by(RunSpec.ended_at, RunSpec.id)
+        ).all()
+    lines = [f"{name}: {specformat.summary_line(body)}".rstrip(": ") for name, body in rows]
+    return "\n".join(lines) or None
+
+
+def fire_key(firing: HookFiring, index: int) -> str:
+    return f"{firing.run_id}:{firing.event}:{firing.occurrence}:{index}"
+
+
+def begin_hook_run(
+    firing: HookFiring, index: int, hook: dict[str, Any], spec_id: str | None
+) -> int | None:
+    """Record a hook run as ``running``; ``None`` if this occurrence already has one.
+
+    A record left ``running`` by a crashed worker is closed as failed, not run again.
+    """
+    key = fire_key(firing, index)
+    with open_store().transaction() as session:
+        existing = session.scalar(select(HookRun).where(HookRun.fire_key == key))
+        if existing is not None:
+            if existing.status == "running":
+                existing.status = "failed"
+                existing.error = "the worker was lost while this hook ran; not run again"
+                existing.ended_at = utcnow()
+            return None
+        hook_run = HookRun(
+            graph_id=firing.graph_id,
+            run_id=firing.run_id,
+            event=firing.event,
+            hook_index=index,
+            hook_config=copy.deepcopy(hook),
+            spec_id=spec_id,
+            status="running",
+            fire_key=key,
+            started_at=utcnow(),
+        )
+        session.add(hook_run)
+        session.flush()
+        return hook_run.id
+
+
+async def run_and_record(
+    hook_run_id: int, hook: dict[str, Any], values: dict[str, str | None], firing: HookFiring
+) -> None:
+    """Run one hook and record how it went; any error becomes a failed hook run."""
+    log_path = (
+        canopy_home()
+        / "logs"
+        / "runs"
+        / firing.run_id
+        / "hooks"
+        / f"{hook_run_id:06d}-{firing.event}.log"
+    )
+    try:
+        status, output, error = await run_hook(hook, values, firing, log_path)
+    except Exception as failure:  # a hook's failure is recorded, never raised
+        status, output, error = "failed", None, f"{type(failure).__name__}: {failure}"
+    with open_store().transaction() as session:
+        hook_run = session.get_one(HookRun, hook_run_id)
+        hook_run.status = status
+        hook_run.output = output
+        hook_run.error = error
+        hook_run.log_path = str(log_path) if log_path.exists() else None
+        hook_run.ended_at = utcnow()
+
+
+async def run_hook(
+    hook: dict[str, Any], values: dict[str, str | None], firing: HookFiring, log_path: Path
+) -> tuple[str, str | None, str | None]:
+    """Run a hook in its mode; ``(status, output, error)``."""
+    if hook.get("command"):
+        return await run_command_hook(hook["command"], values, firing, log_path)
+    if hook.get("target_session_id") or hook.get("target_session_name"):
+        markers.render(hook["prompt"], values, markers.HOOK_MARKERS)
+        return "failed", None, INTERACTIVE_UNAVAILABLE
+    return await run_agent_hook(hook, values, firing, log_path)
+
+
+async def run_command_hook(
+    command: str, values: dict[str, str | None], firing: HookFiring, log_path: Path
+) -> tuple[str, str | None, str | None]:
+    """A shell command with markers shell-quoted and exported as ``CANOPY_HOOK_*``."""
+    rendered = markers.render(command, values, markers.HOOK_MARKERS, shell=True)
+    env = {
+        **markers.marker_env({m: values.get(m) for m in markers.HOOK_MARKERS}, "CANOPY_HOOK_"),
+        "CANOPY_HOOK_EVENT": firing.event,
+        "CANOPY_HOOK_GRAPH_ID": firing.graph_id,
+    }
+    outcome = await run_logged(
+        ["/bin/sh", "-c", rendered],
+        cwd=firing.workdir,
+        env=env,
+        log_path=log_path,
+        timeout_minutes=COMMAND_HOOK_TIMEOUT_MINUTES,
+    )
+    return verdict(outcome.exit_code, outcome.timed_out, outcome.tail)
+
+
+async def run_agent_hook(
+    hook: dict[str, Any], values: dict[str, str | None], firing: HookFiring, log_path: Path
+) -> tuple[str, str | None, str | None]:
+    """An agent launched through the same platform adapters as nodes."""
+    prompt = markers.render(hook["prompt"], values, markers.HOOK_MARKERS)
+    platform = get_platform(hook["platform"])
+    argv = platform.build_argv(
+        prompt, model=hook.get("model"), effort=hook.get("effort"), resume_session_id=None
+    )
+    outcome = await run_logged(
+        argv,
+        cwd=firing.workdir,
+        env={"CANOPY_HOOK_EVENT": firing.event, "CANOPY_HOOK_GRAPH_ID": firing.graph_id},
+        log_path=log_path,
+        platform=platform,
+        timeout_minutes=hook.get("timeout_minutes"),
+    )
+    return verdict(outcome.exit_code, outcome.timed_out, outcome.tail)
+
+
+def verdict(
+    exit_code: int | None, timed_out: bool, tail: str
+) -> tuple[str, str | None, str | None]:
+    """``(status, output, error)`` of a finished hook process."""
+    output = tail[-OUTPUT_KEPT_CHARACTERS:] or None
+    if timed_out:
+        return "failed", output, "timed out"
+    if exit_code != 0:
+        return "failed", output, f"exit code {exit_code}"
+    return "succeeded", output, None
+
+
+ALL: list[Callable[..., Any]] = [fire_hooks]
