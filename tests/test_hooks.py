@@ -1,0 +1,339 @@
+"""Hook firing on the real dev server (reference "Event-keyed hooks"; DESIGN §7).
+
+Command hooks append what they saw to a file in the test's tmp dir, so each test reads
+exactly which hooks fired, in which order, with which marker values and environment.
+"""
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from temporalio.client import Client, WorkflowHandle
+from temporalio.testing import ActivityEnvironment
+
+from activities.hooks import fire_hooks
+from canopy.ops import graphs, queues, runs, specs
+from canopy.runmodels import ContinueRequest, HookFiring
+from canopy.store.engine import Store
+from canopy.store.models import Graph, HookRun
+from tests.conftest import body
+from tests.engine import fake_node
+
+pytestmark = pytest.mark.server
+TIMEOUT = 60.0
+
+
+@pytest.fixture
+def store(home_store: Store) -> Store:
+    return home_store
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Path:
+    return tmp_path / "hooks.log"
+
+
+def echo(log: Path, text: str) -> dict[str, Any]:
+    """A command hook appending one line (markers rendered, shell-quoted) to ``log``."""
+    return {"command": f"echo {text} >> {log}"}
+
+
+def lines(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def set_hooks(store: Store, graph: str, hooks: dict[str, list[dict[str, Any]]]) -> None:
+    """Store a graph's hooks as they will be read at the next event."""
+    with store.transaction() as session:
+        session.get_one(Graph, graph).hooks = hooks
+
+
+def hook_runs(store: Store) -> list[HookRun]:
+    with store.transaction() as session:
+        return list(session.scalars(select(HookRun).order_by(HookRun.id)))
+
+
+def make_specs(store: Store, *names: str) -> list[str]:
+    return [specs.spec_create(store, n, body(f"{n} summary"))["id"] for n in names]
+
+
+def make_graph(store: Store, repo: Path, nodes: list[dict[str, Any]], **extra: Any) -> str:
+    graph: dict[str, Any] = graphs.graph_create(
+        store, {"name": "build", "workdir": str(repo), "nodes": nodes, **extra}
+    )
+    return str(graph["id"])
+
+
+async def settle(
+    client: Client, store: Store, graph: str, queue: str | None = None
+) -> dict[str, Any]:
+    """Run the graph and wait for its workflow to finish: terminal hooks fire after the
+    graph's status is written, so the store alone says "settled" a moment early."""
+    started = await runs.graph_run(store, graph, queue=queue)
+    await asyncio.wait_for(client.get_workflow_handle(started["workflow_id"]).result(), TIMEOUT)
+    return await runs.wait_until_settled(store, graph, TIMEOUT)
+
+
+PASS = {"name": "work", "command": "true"}
+ENV_SPEC = "$CANOPY_HOOK_SPEC_ID"
+
+
+async def test_each_event_fires_its_hooks_in_declaration_order_with_its_markers(
+    serving: Client, store: Store, repo: Path, log: Path
+) -> None:
+    a, b = make_specs(store, "alpha", "beta")
+    graph = make_graph(store, repo, [PASS], specs=[a, b])
+    set_hooks(
+        store,
+        graph,
+        {
+            "on_spec_completed": [
+                echo(log, "first {{spec_name}} {{spec_id}} {{blocker}} {{completed_specs}}"),
+                echo(log, "second {{spec_name}}"),
+            ],
+            "on_completed": [
+                {"command": f"printf '%s\\n' {{{{completed_specs}}}} {{{{node}}}} >> {log}"},
+                {"command": f'echo "$CANOPY_HOOK_EVENT $CANOPY_HOOK_WORKDIR {ENV_SPEC}" >> {log}'},
+            ],
+        },
+    )
+    assert (await settle(serving, store, graph))["status"] == "completed"
+    assert lines(log) == [
+        f"first alpha {a} (none) (none)",
+        "second alpha",
+        f"first beta {b} (none) (none)",
+        "second beta",
+        "alpha: alpha summary",
+        "beta: beta summary",
+        "(none)",
+        f"on_completed {repo} (none)",
+    ]
+    recorded = hook_runs(store)
+    assert [(r.event, r.hook_index, r.spec_id, r.status) for r in recorded] == [
+        ("on_spec_completed", 0, a, "succeeded"),
+        ("on_spec_completed", 1, a, "succeeded"),
+        ("on_spec_completed", 0, b, "succeeded"),
+        ("on_spec_completed", 1, b, "succeeded"),
+        ("on_completed", 0, None, "succeeded"),
+        ("on_completed", 1, None, "succeeded"),
+    ]
+    assert recorded[1].hook_config == echo(log, "second {{spec_name}}")
+
+
+async def test_on_spec_completed_fires_for_queue_members_and_spec_ids_filter(
+    serving: Client, store: Store, repo: Path, log: Path
+) -> None:
+    a, b = make_specs(store, "alpha", "beta")
+    queue = queues.queue_create(store, "q")["id"]
+    queues.queue_add_spec(store, queue, a)
+    queues.queue_add_spec(store, queue, b)
+    graph = make_graph(store, repo, [PASS])
+    set_hooks(
+        store,
+        graph,
+        {
+            "on_spec_completed": [
+                echo(log, "any {{spec_name}}"),
+                {**echo(log, "only {{spec_name}}"), "spec_ids": [b]},
+            ]
+        },
+    )
+    assert (await settle(serving, store, graph, queue))["status"] == "completed"
+    assert lines(log) == ["any alpha", "any beta", "only beta"]
+
+
+async def test_a_failing_hook_is_recorded_and_changes_nothing_else(
+    serving: Client, store: Store, repo: Path, log: Path
+) -> None:
+    (a,) = make_specs(store, "alpha")
+    graph = make_graph(store, repo, [PASS], specs=[a])
+    set_hooks(
+        store,
+        graph,
+        {"on_completed": [{"command": "echo boom; exit 7"}, echo(log, "still ran")]},
+    )
+    assert (await settle(serving, store, graph))["status"] == "completed"
+    assert lines(log) == ["still ran"]
+    failed, ok = hook_runs(store)
+    assert (failed.status, failed.error, failed.output) == ("failed", "exit code 7", "boom\n")
+    assert ok.status == "succeeded"
+    info = graphs.graph_get(store, graph)
+    assert info["status"] == "completed"
+
+
+async def test_on_failed_gets_blocker_node_and_spec_id_and_honours_spec_ids(
+    serving: Client, store: Store, repo: Path, log: Path
+) -> None:
+    a, b = make_specs(store, "alpha", "beta")
+    graph = make_graph(store, repo, [{"name": "check", "command": "exit 3"}], specs=[a, b])
+    set_hooks(
+        store,
+        graph,
+        {
+            "on_failed": [
+                echo(log, "{{node}} {{spec_id}} {{spec_name}} {{blocker}}"),
+                {**echo(log, "for beta only"), "spec_ids": [b]},
+                {**echo(log, "for alpha"), "spec_ids": [a]},
+            ],
+            "on_completed": [echo(log, "never")],
+        },
+    )
+    assert (await settle(serving, store, graph))["status"] == "failed"
+    assert lines(log) == [
+        f"check {a} (none) spec alpha ({a}) failed at node check",
+        "for alpha",
+    ]
+
+
+async def test_on_completed_needs_a_completed_spec_and_fires_again_after_reset(
+    serving: Client, store: Store, repo: Path, log: Path
+) -> None:
+    (a,) = make_specs(store, "alpha")
+    queue = queues.queue_create(store, "q")["id"]
+    queues.queue_add_spec(store, queue, a)
+    graph = make_graph(store, repo, [PASS])
+    set_hooks(store, graph, {"on_completed": [echo(log, "completed {{completed_specs}}")]})
+    specs.spec_set_status(store, a, "skip")
+    assert (await settle(serving, store, graph, queue))["status"] == "completed"
+    assert lines(log) == [], "no spec completed: on_completed does not fire"
+    specs.spec_set_status(store, a, "reopen")
+    graphs_reset(store, graph)
+    assert (await settle(serving, store, graph, queue))["status"] == "completed"
+    specs.spec_set_status(store, a, "reopen")
+    graphs_reset(store, graph)
+    assert (await settle(serving, store, graph, queue))["status"] == "completed"
+    assert lines(log) == ["completed alpha: alpha summary"] * 2
+
+
+def graphs_reset(store: Store, graph: str) -> None:
+    """A settled graph back to idle (the store-only reset)."""
+    with store.transaction() as session:
+        session.get_one(Graph, graph).status = "idle"
+
+
+async def test_on_blocked_fires_once_per_pause_and_hooks_are_read_when_the_event_fires(
+    serving: Client, store: Store, repo: Path, log: Path
+) -> None:
+    a, b = make_specs(store, "alpha", "beta")
+    node = {"name": "work", "command": f"test {{{{spec_id}}}} != {a} || echo x > scratch.txt"}
+    graph = make_graph(store, repo, [node], specs=[a, b])
+    set_hooks(store, graph, {"on_spec_completed": [echo(log, "early {{spec_name}}")]})
+    started = await runs.graph_run(store, graph)
+    handle = serving.get_workflow_handle(started["workflow_id"])
+    await hooks_fired(handle, 2)  # alpha's on_spec_completed, then the pause's on_blocked
+    # registered after alpha completed and after the pause: not retroactive
+    set_hooks(
+        store,
+        graph,
+        {
+            "on_spec_completed": [echo(log, "late {{spec_name}}")],
+            "on_blocked": [echo(log, "blocked {{node}}")],
+        },
+    )
+    before = len(hook_runs(store))
+    await handle.signal("continue_run", ContinueRequest())  # still dirty: same pause
+    await wait_for(lambda: graphs.graph_get(store, graph)["blocker"] is not None)
+    (repo / "scratch.txt").unlink()
+    await handle.signal("continue_run", ContinueRequest())
+    assert await asyncio.wait_for(handle.result(), TIMEOUT) == "completed"
+    assert lines(log) == ["early alpha", "late beta"]
+    assert len(hook_runs(store)) == before + 1
+
+
+async def test_on_blocked_fires_for_a_pause_with_the_blocker(
+    serving: Client, store: Store, repo: Path, log: Path
+) -> None:
+    a, b = make_specs(store, "alpha", "beta")
+    node = {"name": "work", "command": f"test {{{{spec_id}}}} != {a} || echo x > scratch.txt"}
+    graph = make_graph(store, repo, [node], specs=[a, b])
+    set_hooks(store, graph, {"on_blocked": [echo(log, "{{blocker}} {{spec_id}}")]})
+    await runs.graph_run(store, graph)
+    await wait_for(lambda: lines(log))
+    (message,) = lines(log)
+    assert message.startswith(f"workdir {repo} is dirty (1 dirty path: scratch.txt)")
+    assert message.endswith("(none)")
+
+
+async def test_agent_and_interactive_hooks(
+    serving: Client, store: Store, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = tmp_path / "record.jsonl"
+    monkeypatch.setenv("FAKE_AGENT_RECORD", str(record))
+    (a,) = make_specs(store, "alpha")
+    graph = make_graph(store, repo, [PASS], specs=[a])
+    doc_agent = fake_node("docs", "Update docs for:\n{{completed_specs}}\n{{blocker}}")
+    del doc_agent["name"]
+    set_hooks(
+        store,
+        graph,
+        {
+            "on_completed": [
+                doc_agent,
+                {"prompt": "done {{graph_name}}", "target_session_name": "reviewer"},
+            ]
+        },
+    )
+    assert (await settle(serving, store, graph))["status"] == "completed"
+    agent, interactive = hook_runs(store)
+    assert agent.status == "succeeded"
+    assert "Update docs for:\nalpha: alpha summary\n(none)" in record.read_text().replace(
+        "\\n", "\n"
+    )
+    assert interactive.status == "failed"
+    assert "sessions" in (interactive.error or "")
+
+
+async def test_firing_is_idempotent_across_activity_retries(
+    serving: Client, store: Store, repo: Path, log: Path
+) -> None:
+    (a,) = make_specs(store, "alpha")
+    graph = make_graph(store, repo, [PASS], specs=[a])
+    set_hooks(store, graph, {"on_blocked": [echo(log, "once")]})
+    started = await runs.graph_run(store, graph)
+    firing = HookFiring(
+        run_id=started["run_id"],
+        graph_id=graph,
+        graph_name="build",
+        workdir=str(repo),
+        event="on_blocked",
+        occurrence="test",
+        blocker="b",
+    )
+    environment = ActivityEnvironment()
+    first = await environment.run(fire_hooks, firing)
+    again = await environment.run(fire_hooks, firing)
+    assert (len(first), again, lines(log)) == (1, [], ["once"])
+
+
+async def hooks_fired(handle: WorkflowHandle[Any, Any], count: int) -> None:
+    """Wait until the run has finished firing ``count`` events' hooks."""
+
+    async def finished() -> int:
+        history = await handle.fetch_history()
+        scheduled = {
+            e.event_id
+            for e in history.events
+            if e.activity_task_scheduled_event_attributes.activity_type.name == "fire_hooks"
+        }
+        return sum(
+            1
+            for e in history.events
+            if e.activity_task_completed_event_attributes.scheduled_event_id in scheduled
+        )
+
+    deadline = asyncio.get_running_loop().time() + TIMEOUT
+    while await finished() < count:
+        if asyncio.get_running_loop().time() > deadline:
+            pytest.fail(f"the run did not fire {count} events' hooks")
+        await asyncio.sleep(0.05)
+
+
+async def wait_for(condition: Any) -> None:
+    deadline = asyncio.get_running_loop().time() + TIMEOUT
+    while asyncio.get_running_loop().time() < deadline:
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    pytest.fail("timed out waiting for a condition")
