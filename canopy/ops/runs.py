@@ -176,16 +176,40 @@ async def start_workflow(prepared: PreparedRun) -> None:
 
 
 async def wait_until_settled(store: Store, graph: str, timeout: float) -> dict[str, Any]:
-    """Poll the store until the graph is no longer ``running``; refuse on timeout."""
+    """Wait until the graph is no longer ``running``; refuse on timeout.
+
+    A settled run fires its terminal hooks after writing the graph's status, so once the
+    store says completed/failed this also waits for the run's workflow to close: when it
+    returns, ``on_completed``/``on_failed`` hooks have run.
+    """
     with store.transaction() as session:
         graph_id = queries.resolve_id(rows_of(session), "graph", graph)
-    deadline = asyncio.get_running_loop().time() + timeout
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
     while True:
         with store.transaction() as session:
             row = session.get_one(Graph, graph_id)
             status, blocker, name = row.status, row.blocker, row.name
+            latest = session.scalar(
+                select(Run.workflow_id).where(Run.graph_id == graph_id).order_by(Run.number.desc())
+            )
         if status != "running":
+            if status in ("completed", "failed") and latest is not None:
+                await _workflow_closed(latest, max(deadline - loop.time(), 0.1), name, timeout)
             return {"graph_id": graph_id, "name": name, "status": status, "blocker": blocker}
-        if asyncio.get_running_loop().time() >= deadline:
+        if loop.time() >= deadline:
             raise Refused(f"graph {name} is still running after {timeout:g} s")
         await asyncio.sleep(0.2)
+
+
+async def _workflow_closed(workflow_id: str, seconds: float, name: str, timeout: float) -> None:
+    """Wait (bounded) for a settled run's workflow to finish firing its terminal hooks."""
+    client = await temporal_client.connect()
+    try:
+        await asyncio.wait_for(client.get_workflow_handle(workflow_id).result(), seconds)
+    except TimeoutError as error:
+        raise Refused(
+            f"graph {name} settled but its hooks still run after {timeout:g} s"
+        ) from error
+    except Exception:  # terminated or failed behind Canopy's back: the store has the verdict
+        return
