@@ -50,6 +50,10 @@ AGENT_ACTIVITIES: Sequence[Callable[..., Any]] = (
 GRACEFUL_SHUTDOWN = timedelta(seconds=10)
 """How long in-flight activities may finish after a stop signal before being cancelled."""
 
+HEARTBEAT_THROTTLE = timedelta(seconds=1)
+"""Node heartbeats reach Temporal at least this often, so a ``graph stop`` (delivered as
+an activity cancellation on the next heartbeat) kills the agent within about a second."""
+
 log = logging.getLogger("canopy.worker")
 
 
@@ -92,6 +96,8 @@ def build_workers(client: Client) -> list[Worker]:
         task_queue=temporal_client.agents_task_queue(),
         activities=list(AGENT_ACTIVITIES),
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+        max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+        default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
     )
     return [main, agents]
 

@@ -5,12 +5,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from temporalio import activity
 
 from canopy.runmodels import NextSpec
 from canopy.store.engine import open_store
-from canopy.store.models import Graph, GraphSpec, NodeRun, QueueMember, Run, RunSpec, Spec
+from canopy.store.models import Graph, NodeRun, QueueMember, Run, RunSpec, Spec
+from canopy.store.run_records import reset_graph_record
 from canopy.timefmt import utcnow
 
 
@@ -47,16 +48,7 @@ async def schedule_resume(run_id: str, resume_at: datetime | None) -> None:
 async def reset_run(run_id: str) -> None:
     """End the run as ``reset``: graph ``idle``, blocker cleared, bound specs reopened."""
     with open_store().transaction() as session:
-        run = session.get_one(Run, run_id)
-        run.status = "reset"
-        run.ended_at = utcnow()
-        run.scheduled_resume_at = None
-        graph = session.get_one(Graph, run.graph_id)
-        graph.status = "idle"
-        graph.blocker = None
-        graph.updated_at = utcnow()
-        bound = select(GraphSpec.spec_id).where(GraphSpec.graph_id == graph.id)
-        session.execute(update(Spec).where(Spec.id.in_(bound)).values(status="pending"))
+        reset_graph_record(session, session.get_one(Run, run_id).graph_id)
 
 
 @activity.defn

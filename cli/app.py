@@ -5,8 +5,8 @@ from typing import Annotated
 
 import typer
 
+from cli import control_cmds, graph_cmds, queue_cmds, run_cmds, server_cmds, spec_cmds
 from cli import demo as demo_tour
-from cli import graph_cmds, queue_cmds, run_cmds, server_cmds, spec_cmds
 
 app = typer.Typer(
     name="canopy",
@@ -19,6 +19,7 @@ app.add_typer(spec_cmds.app, name="spec", help="The spec backlog.")
 app.add_typer(queue_cmds.app, name="queue", help="Ordered queues of specs with context groups.")
 app.add_typer(graph_cmds.app, name="graph", help="Graphs: pipelines of agent and command nodes.")
 run_cmds.register(graph_cmds.app)
+control_cmds.register(graph_cmds.app)
 server_cmds.register(app)
 
 

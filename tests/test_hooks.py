@@ -14,7 +14,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import ActivityEnvironment
 
 from activities.hooks import fire_hooks
-from canopy.ops import graphs, queues, runs, specs
+from canopy.ops import control, graphs, queues, runs, specs
 from canopy.runmodels import ContinueRequest, HookFiring
 from canopy.store.engine import Store
 from canopy.store.models import Graph, HookRun
@@ -199,18 +199,17 @@ async def test_on_completed_needs_a_completed_spec_and_fires_again_after_reset(
     assert (await settle(serving, store, graph, queue))["status"] == "completed"
     assert lines(log) == [], "no spec completed: on_completed does not fire"
     specs.spec_set_status(store, a, "reopen")
-    graphs_reset(store, graph)
+    await control.graph_reset(store, graph)
     assert (await settle(serving, store, graph, queue))["status"] == "completed"
-    specs.spec_set_status(store, a, "reopen")
-    graphs_reset(store, graph)
+    specs.spec_set_status(store, a, "reopen")  # a queue member: reset reopens bound specs only
+    await control.graph_reset(store, graph)
     assert (await settle(serving, store, graph, queue))["status"] == "completed"
     assert lines(log) == ["completed alpha: alpha summary"] * 2
 
 
-def graphs_reset(store: Store, graph: str) -> None:
-    """A settled graph back to idle (the store-only reset)."""
+def graph_blocker(store: Store, graph: str) -> Any:
     with store.transaction() as session:
-        session.get_one(Graph, graph).status = "idle"
+        return session.get_one(Graph, graph).blocker
 
 
 async def test_on_blocked_fires_once_per_pause_and_hooks_are_read_when_the_event_fires(
@@ -234,7 +233,7 @@ async def test_on_blocked_fires_once_per_pause_and_hooks_are_read_when_the_event
     )
     before = len(hook_runs(store))
     await handle.signal("continue_run", ContinueRequest())  # still dirty: same pause
-    await wait_for(lambda: graphs.graph_get(store, graph)["blocker"] is not None)
+    await wait_for(lambda: graph_blocker(store, graph) is not None)
     (repo / "scratch.txt").unlink()
     await handle.signal("continue_run", ContinueRequest())
     assert await asyncio.wait_for(handle.result(), TIMEOUT) == "completed"

@@ -81,7 +81,7 @@ async def paused_before(store: Store, graph: str, spec_id: str) -> dict[str, Any
 
 
 async def signal(client: Client, store: Store, graph: str, name: str, *args: Any) -> None:
-    run = graphs.graph_get(store, graph)["active_run"]
+    run = (await graphs.graph_get_async(store, graph))["active_run"]
     handle = client.get_workflow_handle(run["workflow_id"])
     await handle.signal(name, *args)
 

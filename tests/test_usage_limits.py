@@ -81,7 +81,7 @@ async def test_a_limit_blocked_spec_waits_out_the_reset_then_resumes_its_session
     resume_at = await scheduled_resume(home_store)
     hours = (resume_at.replace(tzinfo=None) - utcnow().replace(tzinfo=None)).total_seconds() / 3600
     assert 4.9 < hours <= 5.0, "the reset the platform reported"
-    info = graphs.graph_get(home_store, graph)
+    info = await graphs.graph_get_async(home_store, graph)
     assert info["status"] == "running", "a limit wait keeps the graph running"
     assert info["scheduled_resume_at"] is not None
     assert info["consistency_warning"] is None

@@ -216,6 +216,7 @@ class GraphRun:
         """
         self._pause_requested = False
         self._stop_requested = False
+        self._continue = None  # only a continue sent while paused resumes this pause
         self._status.waiting_for = f"continue ({blocker['kind']})"
         workflow.set_current_details(f"paused: {blocker['message']}")
         await self._bookkeeping(run_state.pause_run, start.run_id, blocker)
@@ -444,8 +445,8 @@ class GraphRun:
         await workflow.wait_condition(
             lambda: handle.done() or self._stop_requested or self._reset_requested
         )
+        stopping = self._stop_requested or self._reset_requested
         if not handle.done():
-            self._stop_requested = False
             handle.cancel()
         try:
             result = await handle
@@ -455,6 +456,11 @@ class GraphRun:
             else:
                 result = NodeResult(status="failed", error=str(error.cause or error))
         await self._bookkeeping(bookkeeping.finish_node_run, node_run_id, result)
+        if stopping:
+            # the node may have finished before the cancel reached it: the stop still
+            # ends the spec here, interrupted, instead of being lost
+            self._stop_requested = False
+            return result.model_copy(update={"status": "interrupted"})
         return result
 
     async def _settle_drained(self, start: RunInput) -> str:

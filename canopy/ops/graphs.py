@@ -9,10 +9,12 @@ effect at the next node launch. Deleting a graph is refused while a run of it is
 
 ``graph_get`` is the ``graph info --json`` shape: the definition, the bound specs, the
 run record (runs, the latest run's node runs, queue-driven progress rebuilt from
-``run_specs`` and ``node_runs``) and the live fields later parts of the engine fill.
+``run_specs`` and ``node_runs``), the active run's ``scheduled_resume_at`` and, for a
+graph the store calls running, a ``consistency_warning`` computed against Temporal
+(:mod:`canopy.ops.control`).
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -20,18 +22,28 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from canopy.errors import Refused
+from canopy.graphs.hooks import (
+    edited_events,
+    remaining_events,
+    remaining_events_note,
+    resolve_spec_ids,
+)
 from canopy.graphs.model import GraphDefinition, validate_definition
 from canopy.ids import new_id
 from canopy.ops.common import rows_of
+from canopy.runmodels import HOOK_EVENTS
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store
-from canopy.store.models import Graph, GraphSpec, NodeRun, Queue, Run, RunSpec, Spec
+from canopy.store.models import Graph, GraphSpec, NodeRun, Queue, QueueMember, Run, RunSpec, Spec
 from canopy.timefmt import to_iso, utcnow
 
 
 def graph_create(store: Store, definition: Mapping[str, Any]) -> dict[str, Any]:
-    """A new, idle graph from a whole definition, binding the specs it lists."""
+    """A new, idle graph from a whole definition, binding the specs it lists.
+
+    Hooks' ``spec_ids`` resolve against the specs it binds (a new graph has no run).
+    """
     graph = validate_definition(definition)
     now = utcnow()
     with store.transaction() as session:
@@ -40,6 +52,7 @@ def graph_create(store: Store, definition: Mapping[str, Any]) -> dict[str, Any]:
         session.add(row)
         session.flush()
         _bind_specs(session, row.id, graph.specs)
+        _resolve_hook_spec_ids(session, row, HOOK_EVENTS)
         return _graph_json(session, row)
 
 
@@ -76,7 +89,33 @@ def graph_list(store: Store) -> list[dict[str, Any]]:
 
 
 def graph_get(store: Store, graph: str) -> dict[str, Any]:
-    """One graph: its definition, bound specs and run record (``graph info --json``)."""
+    """One graph: its definition, bound specs and run record (``graph info --json``).
+
+    For a graph the store calls ``running``, ``consistency_warning`` is computed against
+    Temporal on every call (DESIGN §6.7), which blocks for a moment; async callers use
+    :func:`graph_get_async`. Other graphs are answered from the store alone, without
+    loading the Temporal SDK.
+    """
+    info = _graph_record(store, graph)
+    if info["status"] == "running":
+        from canopy.ops import control
+
+        info["consistency_warning"] = control.run_blocking(control.consistency_warning(info))
+    return info
+
+
+async def graph_get_async(store: Store, graph: str) -> dict[str, Any]:
+    """:func:`graph_get` for callers inside an event loop (MCP, tests with a worker)."""
+    info = _graph_record(store, graph)
+    if info["status"] == "running":
+        from canopy.ops import control
+
+        info["consistency_warning"] = await control.consistency_warning(info)
+    return info
+
+
+def _graph_record(store: Store, graph: str) -> dict[str, Any]:
+    """The store's half of ``graph_get``: everything but the consistency warning."""
     with store.transaction() as session:
         return _graph_json(session, _load(session, graph))
 
@@ -84,8 +123,11 @@ def graph_get(store: Store, graph: str) -> dict[str, Any]:
 def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str, Any]:
     """Replace the fields ``changes`` names, keep the rest, and re-validate the whole.
 
-    ``hooks`` replaces the hook list of each event it names (other events are kept);
-    ``specs`` replaces the bound specs, in the new order.
+    ``hooks`` replaces the hook list of each event it names (other events are kept; the
+    ``spec_ids`` of the named events are stored as full ids); a top-level ``on_completed``
+    object (the legacy shape) is appended to the on_completed hooks; ``specs`` replaces
+    the bound specs, in the new order. An edit of hooks while a run is active answers
+    with ``remaining_events`` and ``hooks_note``: where the edit still takes effect.
     """
     if not changes:
         raise Refused("graph edit needs at least one field to change")
@@ -99,8 +141,12 @@ def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str
         if "specs" in changes:
             session.execute(delete(GraphSpec).where(GraphSpec.graph_id == row.id))
             _bind_specs(session, row.id, checked.specs)
+        _resolve_hook_spec_ids(session, row, edited_events(changes))
         session.flush()
-        return _graph_json(session, row)
+        edited = _graph_json(session, row)
+        if edited_events(changes):
+            edited.update(_remaining_hook_events(session, row))
+        return edited
 
 
 def graph_delete(store: Store, graph: str) -> dict[str, Any]:
@@ -146,7 +192,7 @@ def _write_definition(row: Graph, graph: GraphDefinition, now: datetime) -> None
         name: [member.model_dump(exclude_none=True) for member in members]
         for name, members in graph.ensembles.items()
     }
-    row.hooks = graph.hooks
+    row.hooks = graph.stored_hooks()
     row.updated_at = now
 
 
@@ -193,6 +239,72 @@ def _bind_specs(session: Session, graph_id: str, refs: list[str]) -> None:
     )
 
 
+# --------------------------------------------------------------------------- hooks
+
+_STILL_TO_COMPLETE = ("pending", "in_progress")
+"""Spec statuses that can still reach ``completed`` in the current run."""
+
+
+def _resolve_hook_spec_ids(session: Session, row: Graph, events: Iterable[str]) -> None:
+    """Store the ``spec_ids`` of ``events``' hooks as the full ids they name.
+
+    Called after the specs are bound, so an edit that rebinds specs and names them in a
+    hook at once resolves against the new binding; the active run's queue members count
+    too, since its ``on_spec_completed`` fires for them.
+    """
+    named = [event for event in events if event in row.hooks]
+    if not any("spec_ids" in hook for event in named for hook in row.hooks[event]):
+        return
+    active = _first_active(_runs(session, row.id))
+    bound = [spec["id"] for spec in _bound_specs(session, row.id)]
+    row.hooks = resolve_spec_ids(row.hooks, named, bound + _queue_member_ids(session, active))
+
+
+def _queue_member_ids(session: Session, run: Run | None) -> list[str]:
+    """The specs of the queue ``run`` drains, in queue order (none without a queue)."""
+    if run is None or run.queue_id is None:
+        return []
+    return list(
+        session.scalars(
+            select(QueueMember.spec_id)
+            .where(QueueMember.queue_id == run.queue_id)
+            .order_by(QueueMember.position)
+        )
+    )
+
+
+def _remaining_hook_events(session: Session, row: Graph) -> dict[str, Any]:
+    """``remaining_events`` and ``hooks_note`` when a run is active, else nothing.
+
+    The engine reads the stored hooks as each event fires, so an edit during a run takes
+    effect at that run's events still to come; saying which avoids expecting a re-fire.
+    """
+    active = _first_active(_runs(session, row.id))
+    if active is None:
+        return {}
+    left = _specs_left(session, row.id, active)
+    events = remaining_events(left)
+    return {
+        "remaining_events": events,
+        "hooks_note": remaining_events_note(active.id, events, left),
+    }
+
+
+def _specs_left(session: Session, graph_id: str, run: Run) -> int:
+    """How many of ``run``'s specs (its queue's members, else the bound specs) may still
+    complete."""
+    if run.queue_id is None:
+        bound = _bound_specs(session, graph_id)
+        return sum(spec["status"] in _STILL_TO_COMPLETE for spec in bound)
+    left = session.scalar(
+        select(func.count())
+        .select_from(QueueMember)
+        .join(Spec, Spec.id == QueueMember.spec_id)
+        .where(QueueMember.queue_id == run.queue_id, Spec.status.in_(_STILL_TO_COMPLETE))
+    )
+    return left or 0
+
+
 # --------------------------------------------------------------------------- reading
 
 
@@ -216,7 +328,7 @@ def _graph_json(session: Session, row: Graph) -> dict[str, Any]:
         "node_runs": _node_runs(session, runs[0]["id"]) if runs else [],
         "completion_hook_runs": [],
         "queue_progress": _queue_progress(session, runs),
-        "scheduled_resume_at": None,
+        "scheduled_resume_at": to_iso(active.scheduled_resume_at) if active else None,
         "consistency_warning": None,
         "created_at": to_iso(row.created_at),
         "updated_at": to_iso(row.updated_at),
