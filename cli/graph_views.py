@@ -60,6 +60,7 @@ def show_graph(info: dict[str, Any]) -> None:
         ],
     )
     _show_node_runs(info["node_runs"])
+    _show_hook_runs(info["completion_hook_runs"])
     if info["queue_progress"] is not None:
         _show_queue_progress(info["queue_progress"])
 
@@ -132,6 +133,35 @@ def _show_node_runs(node_runs: list[dict[str, Any]]) -> None:
             for n in node_runs
         ],
     )
+
+
+def _show_hook_runs(hook_runs: list[dict[str, Any]]) -> None:
+    print_table(
+        "Hook runs",
+        ["event", "#", "mode", "spec", "status", "error", "started", "log"],
+        [
+            [
+                h["event"],
+                h["hook_index"],
+                _hook_mode(h["hook_config"]),
+                h["spec_id"] or "",
+                h["status"],
+                h["error"] or "",
+                h["started_at"],
+                h["log_path"] or "",
+            ]
+            for h in hook_runs
+        ],
+    )
+
+
+def _hook_mode(config: dict[str, Any]) -> str:
+    """``command``, ``agent (claude)`` or ``interactive``, from a hook's config."""
+    if config.get("command"):
+        return "command"
+    if config.get("target_session_id") or config.get("target_session_name"):
+        return "interactive"
+    return f"agent ({config.get('platform')})"
 
 
 def _show_queue_progress(progress: dict[str, Any]) -> None:

@@ -161,6 +161,13 @@ async def test_a_failing_hook_is_recorded_and_changes_nothing_else(
     assert ok.status == "succeeded"
     info = graphs.graph_get(store, graph)
     assert info["status"] == "completed"
+    listed = info["completion_hook_runs"]
+    assert [(h["event"], h["hook_index"], h["status"]) for h in listed] == [
+        ("on_completed", 0, "failed"),
+        ("on_completed", 1, "succeeded"),
+    ]
+    assert listed[0]["hook_config"] == {"command": "echo boom; exit 7"}
+    assert listed[0]["error"] == "exit code 7"
 
 
 async def test_on_failed_gets_blocker_node_and_spec_id_and_honours_spec_ids(

@@ -35,7 +35,17 @@ from canopy.runmodels import HOOK_EVENTS
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store
-from canopy.store.models import Graph, GraphSpec, NodeRun, Queue, QueueMember, Run, RunSpec, Spec
+from canopy.store.models import (
+    Graph,
+    GraphSpec,
+    HookRun,
+    NodeRun,
+    Queue,
+    QueueMember,
+    Run,
+    RunSpec,
+    Spec,
+)
 from canopy.timefmt import to_iso, utcnow
 
 
@@ -326,7 +336,7 @@ def _graph_json(session: Session, row: Graph) -> dict[str, Any]:
         "active_run": _run_json(active) if active is not None else None,
         "runs": runs,
         "node_runs": _node_runs(session, runs[0]["id"]) if runs else [],
-        "completion_hook_runs": [],
+        "completion_hook_runs": _hook_runs(session, row.id),
         "queue_progress": _queue_progress(session, runs),
         "scheduled_resume_at": to_iso(active.scheduled_resume_at) if active else None,
         "consistency_warning": None,
@@ -369,6 +379,30 @@ def _run_json(run: Run) -> dict[str, Any]:
         "started_at": to_iso(run.started_at),
         "ended_at": to_iso(run.ended_at),
     }
+
+
+def _hook_runs(session: Session, graph_id: str) -> list[dict[str, Any]]:
+    """Every hook run of the graph, oldest first, with the exact config that fired."""
+    hook_runs = session.scalars(
+        select(HookRun).where(HookRun.graph_id == graph_id).order_by(HookRun.id)
+    )
+    return [
+        {
+            "id": hook_run.id,
+            "run_id": hook_run.run_id,
+            "event": hook_run.event,
+            "hook_index": hook_run.hook_index,
+            "hook_config": hook_run.hook_config,
+            "spec_id": hook_run.spec_id,
+            "status": hook_run.status,
+            "output": hook_run.output,
+            "error": hook_run.error,
+            "log_path": hook_run.log_path,
+            "started_at": to_iso(hook_run.started_at),
+            "ended_at": to_iso(hook_run.ended_at),
+        }
+        for hook_run in hook_runs
+    ]
 
 
 def _node_runs(session: Session, run_id: str) -> list[dict[str, Any]]:
