@@ -18,6 +18,7 @@ from temporalio import activity
 
 from activities.process import previous_attempt, run_logged
 from canopy import markers, specformat
+from canopy.graphs.hooks import SPEC_EVENTS
 from canopy.paths import canopy_home
 from canopy.platforms import get_platform
 from canopy.runmodels import HookFiring
@@ -25,8 +26,6 @@ from canopy.store.engine import open_store
 from canopy.store.models import Graph, HookRun, RunSpec, Spec
 from canopy.timefmt import utcnow
 
-SPEC_EVENTS = ("on_spec_completed", "on_failed")
-"""Events whose hooks may name ``spec_ids``."""
 OUTPUT_KEPT_CHARACTERS = 4000
 COMMAND_HOOK_TIMEOUT_MINUTES = 60.0
 INTERACTIVE_UNAVAILABLE = (

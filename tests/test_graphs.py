@@ -262,7 +262,7 @@ REFUSALS: list[tuple[str, Mutation, str]] = [
     ("missing prompt", node(0, prompt=None), "an agent node needs a prompt"),
     ("prompt on command", node(1, prompt="x"), "a command node takes no prompt"),
     ("model on command", node(1, model="x"), "model and effort apply to platform nodes only"),
-    ("hooks", top(hooks={"on_completed": []}), "hooks are not supported yet"),
+    ("unknown hook event", top(hooks={"on_done": []}), "hooks: unknown event 'on_done'; events:"),
     ("max_visits", node(2, max_visits=0), "nodes[2].max_visits (node fix): Input should be"),
     ("max_visits type", node(2, max_visits="3"), "nodes[2].max_visits (node fix): Input should be"),
     ("timeout", node(0, timeout_minutes=0), "nodes[0].timeout_minutes (node implement): Input"),
@@ -356,8 +356,8 @@ def test_edit_revalidates_the_whole_merged_definition(store: Store) -> None:
         graphs.graph_edit(store, created["id"], {"nodez": []})
     with pytest.raises(Refused, match="graph edit needs at least one field to change"):
         graphs.graph_edit(store, created["id"], {})
-    with pytest.raises(Refused, match="hooks are not supported yet"):
-        graphs.graph_edit(store, created["id"], {"hooks": {"on_failed": [{"command": "x"}]}})
+    with pytest.raises(Refused, match=re.escape("unknown field hooks.on_failed[0].comand")):
+        graphs.graph_edit(store, created["id"], {"hooks": {"on_failed": [{"comand": "x"}]}})
     assert snapshot(store) == before
     assert graphs.graph_edit(store, created["id"], {"hooks": {}})["hooks"] == {}
 

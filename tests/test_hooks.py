@@ -45,9 +45,8 @@ def lines(log: Path) -> list[str]:
 
 
 def set_hooks(store: Store, graph: str, hooks: dict[str, list[dict[str, Any]]]) -> None:
-    """Store a graph's hooks as they will be read at the next event."""
-    with store.transaction() as session:
-        session.get_one(Graph, graph).hooks = hooks
+    """Register hooks the way users do (``graph_edit update``); read at the next event."""
+    graphs.graph_edit(store, graph, {"hooks": hooks})
 
 
 def hook_runs(store: Store) -> list[HookRun]:
@@ -123,25 +122,34 @@ async def test_each_event_fires_its_hooks_in_declaration_order_with_its_markers(
 
 
 async def test_on_spec_completed_fires_for_queue_members_and_spec_ids_filter(
-    serving: Client, store: Store, repo: Path, log: Path
+    serving: Client, store: Store, repo: Path, log: Path, tmp_path: Path
 ) -> None:
     a, b = make_specs(store, "alpha", "beta")
     queue = queues.queue_create(store, "q")["id"]
     queues.queue_add_spec(store, queue, a)
     queues.queue_add_spec(store, queue, b)
-    graph = make_graph(store, repo, [PASS])
+    gate = tmp_path / "gate"
+    graph = make_graph(
+        store, repo, [{"name": "work", "command": f"until [ -e {gate} ]; do sleep 0.05; done"}]
+    )
+    started = await runs.graph_run(store, graph, queue=queue)
+    # spec_ids resolve against the active run's queue members, by unique prefix
     set_hooks(
         store,
         graph,
         {
             "on_spec_completed": [
                 echo(log, "any {{spec_name}}"),
-                {**echo(log, "only {{spec_name}}"), "spec_ids": [b]},
+                {**echo(log, "only {{spec_name}}"), "spec_ids": [b[:-2]]},
             ]
         },
     )
-    assert (await settle(serving, store, graph, queue))["status"] == "completed"
+    gate.touch()
+    handle = serving.get_workflow_handle(started["workflow_id"])
+    assert await asyncio.wait_for(handle.result(), TIMEOUT) == "completed"
     assert lines(log) == ["any alpha", "any beta", "only beta"]
+    (stored,) = [h for h in hook_runs(store) if h.hook_index == 1]
+    assert stored.hook_config["spec_ids"] == [b], "stored as the full id"
 
 
 async def test_a_failing_hook_is_recorded_and_changes_nothing_else(
@@ -343,3 +351,21 @@ async def wait_for(condition: Any) -> None:
             return
         await asyncio.sleep(0.05)
     pytest.fail("timed out waiting for a condition")
+
+
+async def test_workdir_is_the_runs_override_when_one_applies(
+    serving: Client, store: Store, repo: Path, log: Path, tmp_path: Path
+) -> None:
+    (a,) = make_specs(store, "alpha")
+    elsewhere = tmp_path / "stored-workdir"
+    graph: dict[str, Any] = graphs.graph_create(
+        store, {"name": "build", "workdir": str(elsewhere), "nodes": [PASS], "specs": [a]}
+    )
+    set_hooks(
+        store,
+        graph["id"],
+        {"on_completed": [{"command": f'echo {{{{workdir}}}} "$CANOPY_HOOK_WORKDIR" >> {log}'}]},
+    )
+    started = await runs.graph_run(store, graph["id"], workdir=str(repo))
+    await asyncio.wait_for(serving.get_workflow_handle(started["workflow_id"]).result(), TIMEOUT)
+    assert lines(log) == [f"{repo} {repo}"]

@@ -3,23 +3,34 @@
 Pydantic models with unknown fields forbidden and no type coercion, so a typo such as
 ``modle`` or ``"max_visits": "3"`` is refused instead of silently ignored. Everything a
 definition can get wrong on its own (shape, references between nodes and ensembles,
-platforms, markers) is checked here; what needs the store (bound spec ids) is checked by
-:mod:`canopy.ops.graphs`. :func:`validation_refusal` turns pydantic's multi-line report
-into the one-line :class:`Refused` every front end prints.
+platforms, markers, hook modes and events) is checked here; what needs the store (bound
+spec ids, hooks' ``spec_ids``) is checked by :mod:`canopy.ops.graphs`.
+:func:`validation_refusal` turns pydantic's multi-line report into the one-line
+:class:`Refused` every front end prints.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 
 from canopy.errors import Refused
-from canopy.markers import NODE_MARKERS, check_template
+from canopy.graphs.hooks import SPEC_EVENTS, fold_legacy_on_completed
+from canopy.markers import HOOK_MARKERS, NODE_MARKERS, check_template
 from canopy.platforms import platform_names
+from canopy.runmodels import HOOK_EVENTS
 from canopy.workdirs import normalize_workdir
 
 DEFAULT_MAX_VISITS = 5
@@ -96,7 +107,8 @@ class Node(BaseModel):
 
     @model_validator(mode="after")
     def _well_formed(self) -> Node:
-        problem = _kind_problem(self) or _template_problem(self)
+        texts = (("prompt", self.prompt), ("command", self.command))
+        problem = _kind_problem(self) or _template_problem(texts, NODE_MARKERS)
         if problem is not None:
             raise ValueError(problem)
         return self
@@ -120,16 +132,96 @@ def _kind_problem(node: Node) -> str | None:
     return None
 
 
-def _template_problem(node: Node) -> str | None:
-    """The marker refusal for the node's prompt or command, if any."""
-    for where, text in (("prompt", node.prompt), ("command", node.command)):
+def _template_problem(
+    texts: Iterable[tuple[str, str | None]], allowed: Sequence[str]
+) -> str | None:
+    """The marker refusal for the first ``(where, text)`` using a marker not in ``allowed``."""
+    for where, text in texts:
         if text is None:
             continue
         try:
-            check_template(text, NODE_MARKERS, where)
+            check_template(text, allowed, where)
         except Refused as refusal:
             return refusal.message
     return None
+
+
+def _names_a_spec(spec_ids: list[str]) -> list[str]:
+    """An empty list would silently mean "never fire"; leaving the field out means "all"."""
+    if not spec_ids:
+        raise ValueError("must name at least one spec (omit spec_ids to fire for every spec)")
+    return spec_ids
+
+
+HookTimeout = Annotated[int | float, Field(gt=0)]
+"""``int | float`` rather than ``float`` so a stored hook keeps ``30`` as written, not
+``30.0``: the config that fires (and is copied into the hook run) is the one stored."""
+
+HOOK_MODES = (
+    "agent (platform + prompt), command (command) or "
+    "interactive (prompt + target_session_id or target_session_name)"
+)
+_MODE_FIELDS = ("platform", "command", "target_session_id", "target_session_name")
+
+
+class Hook(BaseModel):
+    """One hook of one event: an agent, a command or an interactive message, never a mix.
+
+    The event a hook belongs to is the graph's business (which events take ``spec_ids``),
+    and so is resolving ``spec_ids`` prefixes, which needs the store (:mod:`canopy.ops.graphs`).
+    """
+
+    model_config = _STRICT
+
+    platform: Platform | None = None
+    prompt: Text | None = None
+    model: Text | None = None
+    effort: Text | None = None
+    timeout_minutes: HookTimeout | None = None
+    command: Text | None = None
+    target_session_id: Text | None = None
+    target_session_name: Text | None = None
+    spec_ids: Annotated[list[Text], AfterValidator(_names_a_spec)] | None = None
+
+    @model_validator(mode="after")
+    def _well_formed(self) -> Hook:
+        texts = (("prompt", self.prompt), ("command", self.command))
+        problem = _hook_mode_problem(self) or _template_problem(texts, HOOK_MARKERS)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+
+def _hook_mode_problem(hook: Hook) -> str | None:
+    """Why ``hook`` is not exactly one well-formed mode, if it is not."""
+    present = [field for field in _MODE_FIELDS if getattr(hook, field) is not None]
+    modes = {"interactive" if field.startswith("target_") else field for field in present}
+    if len(modes) != 1:
+        found = " and ".join(present) if present else f"none of {', '.join(_MODE_FIELDS)}"
+        return f"a hook has exactly one mode: {HOOK_MODES}; this one has {found}"
+    agent_only = (hook.model, hook.effort, hook.timeout_minutes)
+    if hook.platform is None and any(value is not None for value in agent_only):
+        return "model, effort and timeout_minutes apply to agent hooks only"
+    if hook.command is not None and hook.prompt is not None:
+        return "a command hook takes no prompt; the command is the whole hook"
+    if hook.target_session_id is not None and hook.target_session_name is not None:
+        return "an interactive hook names exactly one of target_session_id / target_session_name"
+    if hook.command is None and hook.prompt is None:
+        kind = "an agent" if hook.platform is not None else "an interactive"
+        return f"{kind} hook needs a prompt"
+    return None
+
+
+def _known_events(hooks: object) -> object:
+    """Refuse an unknown event name before its hooks are looked at, listing the four."""
+    if isinstance(hooks, Mapping):
+        unknown = next((event for event in hooks if event not in HOOK_EVENTS), None)
+        if unknown is not None:
+            raise ValueError(f"unknown event {unknown!r}; events: {', '.join(HOOK_EVENTS)}")
+    return hooks
+
+
+Hooks = Annotated[dict[str, list[Hook]], BeforeValidator(_known_events)]
 
 
 class GraphDefinition(BaseModel):
@@ -142,8 +234,14 @@ class GraphDefinition(BaseModel):
     allow_dirty_start: bool = False
     nodes: Annotated[list[Node], AfterValidator(_not_empty)]
     ensembles: dict[str, Ensemble] = Field(default_factory=dict)
-    hooks: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    hooks: Hooks = Field(default_factory=dict)
     specs: list[Text] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_on_completed(cls, data: Any) -> Any:
+        """The old top-level ``on_completed`` object becomes one more on_completed hook."""
+        return fold_legacy_on_completed(data)
 
     @model_validator(mode="after")
     def _consistent(self) -> GraphDefinition:
@@ -152,11 +250,23 @@ class GraphDefinition(BaseModel):
             raise ValueError(problem)
         return self
 
+    def stored_hooks(self) -> dict[str, list[dict[str, Any]]]:
+        """The hooks as the store keeps them: as written, unset fields left out.
+
+        An event with no hooks is dropped, which is how ``"on_failed": []`` clears it.
+        """
+        return {
+            event: [hook.model_dump(exclude_none=True) for hook in hooks]
+            for event, hooks in self.hooks.items()
+            if hooks
+        }
+
 
 def _graph_problem(graph: GraphDefinition) -> str | None:
-    """The first cross-reference problem: hooks, duplicate names, unknown targets."""
-    if graph.hooks:
-        return "hooks are not supported yet"
+    """The first cross-reference problem: hook events, duplicate names, unknown targets."""
+    problem = _spec_ids_problem(graph.hooks)
+    if problem is not None:
+        return problem
     names = [node.name for node in graph.nodes]
     duplicates = [name for name, count in Counter(names).items() if count > 1]
     if duplicates:
@@ -165,6 +275,20 @@ def _graph_problem(graph: GraphDefinition) -> str | None:
         problem = _reference_problem(node, names, graph.ensembles)
         if problem is not None:
             return f"node {node.name}: {problem}"
+    return None
+
+
+def _spec_ids_problem(hooks: Mapping[str, list[Hook]]) -> str | None:
+    """``spec_ids`` on an event that does not fire per spec, if any hook has that."""
+    for event, event_hooks in hooks.items():
+        if event in SPEC_EVENTS:
+            continue
+        for index, hook in enumerate(event_hooks):
+            if hook.spec_ids is not None:
+                return (
+                    f"hooks.{event}[{index}]: spec_ids is refused on {event}: it is not a "
+                    f"per-spec event; spec_ids apply to {' and '.join(SPEC_EVENTS)} only"
+                )
     return None
 
 
