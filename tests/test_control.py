@@ -372,6 +372,45 @@ async def test_a_signal_with_no_worker_serving_the_run_says_so(
         await client.get_workflow_handle(started["workflow_id"]).terminate("test over")
 
 
+@server
+async def test_a_paused_graph_is_steered_while_no_worker_runs_and_goes_on_when_one_returns(
+    stoppable: Callable[[], Awaitable[None]],
+    temporal_env: WorkflowEnvironment,
+    home_store: Store,
+    repo: Path,
+) -> None:
+    store = home_store
+    a, b = make_specs(store, "alpha", "beta")
+    dirty = {"name": "work", "command": f"test {{{{spec_id}}}} != {a} || echo x > scratch.txt"}
+    graph = make_graph(store, str(repo), [dirty], specs=[a, b])
+    await runs.graph_run(store, graph)
+    await until(store, graph, lambda row: row.status == "paused")
+    await stoppable()
+    (repo / "scratch.txt").unlink()
+    result = await control.graph_continue(store, graph, wait=1)
+    assert result["status"] == "paused"
+    assert result["note"].startswith("signal queued: no worker is serving")
+    returned = worker.build_workers(temporal_env.client)  # the same task queues
+    tasks = [asyncio.create_task(w.run()) for w in returned]
+    try:
+        await until(store, graph, lambda row: row.status == "completed")
+    finally:
+        await asyncio.gather(*(w.shutdown() for w in returned))
+        await asyncio.gather(*tasks, return_exceptions=True)
+    assert specs.spec_get(store, b)["status"] == "completed"
+
+
+async def until(store: Store, graph: str, predicate: Callable[[Graph], bool]) -> None:
+    """Wait until the graph's store row satisfies ``predicate``."""
+    deadline = asyncio.get_running_loop().time() + WAIT
+    while asyncio.get_running_loop().time() < deadline:
+        with store.transaction() as session:
+            if predicate(session.get_one(Graph, graph)):
+                return
+        await asyncio.sleep(0.05)
+    pytest.fail("timed out waiting for the graph")
+
+
 # --------------------------------------------------------------------------- status query
 
 
