@@ -53,11 +53,17 @@ class Tour:
         self.env.pop("CANOPY_DB_URL", None)
 
     def run(
-        self, *args: str, stdin: str | None = None, show: bool = True, live: bool = False
+        self,
+        *args: str,
+        stdin: str | None = None,
+        show: bool = True,
+        live: bool = False,
+        refusal_expected: bool = False,
     ) -> str:
         """Run ``canopy ARGS``; print the command and (when ``show``) its output.
 
         ``live`` lets the command's stderr (its progress display) through as it happens.
+        A step that fails ends the tour with its error, unless it shows off a refusal.
         """
         print(f"\n$ canopy {shlex.join(args)}", flush=True)
         completed = subprocess.run(
@@ -69,9 +75,11 @@ class Tour:
             env=self.env,
         )
         if completed.returncode != 0:
-            print((completed.stderr or "").rstrip())
-            if completed.returncode != 1:
-                raise SystemExit(f"demo step failed: canopy {shlex.join(args)}")
+            reason = (completed.stderr or "").strip()
+            print(reason)
+            if not (refusal_expected and completed.returncode == 1):
+                last = reason.splitlines()[-1] if reason else f"exit {completed.returncode}"
+                raise Refused(f"demo step `canopy {shlex.join(args)}` failed: {last}")
         if show:
             print(completed.stdout.rstrip())
         return completed.stdout
@@ -87,9 +95,20 @@ class Tour:
 
 
 def fresh_scratch_home(home: Path) -> None:
-    """Empty ``home`` for the tour; refuses a non-empty directory the demo did not make."""
+    """Empty ``home`` for the tour; refuses a non-empty directory the demo did not make.
+
+    A previous tour's server and worker are stopped first: wiping their data dir under
+    them would orphan them (and keep their ports).
+    """
     if home.exists() and any(home.iterdir()) and not (home / DEMO_MARKER).exists():
         raise Refused(f"refusing to wipe {home}: it is not an empty or demo data dir")
+    if (home / DEMO_MARKER).exists():
+        subprocess.run(
+            [sys.executable, "-m", "cli.main", "down"],
+            env={**os.environ, "CANOPY_HOME": str(home.resolve())},
+            capture_output=True,
+            check=False,
+        )
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
     (home / DEMO_MARKER).touch()
@@ -137,7 +156,10 @@ def tour(home: Path, port: int, ui_port: int) -> None:
     t.run("spec", "section", ids[0][:9], "goal")
 
     print("\n## 2. A body that does not parse is refused, naming the tag")
-    t.run("spec", "create", "--name", "broken", "--body", "<summary>oops</summary><notes>x</notes>")
+    t.run(
+        "spec", "create", "--name", "broken", "--body", "<summary>oops</summary><notes>x</notes>",
+        refusal_expected=True,
+    )  # fmt: skip
 
     print("\n## 3. A queue with a context group: grouped specs stay together")
     t.run_json("queue", "create", "nightly")
@@ -147,7 +169,7 @@ def tour(home: Path, port: int, ui_port: int) -> None:
     t.run("queue", "add", queue, ids[1], "--group", "auth")
 
     print("\n## 4. A reorder that would split the group is refused; nothing changes")
-    t.run("queue", "reorder", queue, ids[0], ids[2], ids[1])
+    t.run("queue", "reorder", queue, ids[0], ids[2], ids[1], refusal_expected=True)
     t.run("queue", "reorder", queue, ids[2], ids[0], ids[1])
 
     print("\n## 5. Admin transitions on standalone specs")
@@ -171,4 +193,6 @@ def tour(home: Path, port: int, ui_port: int) -> None:
 
     ui = f"http://localhost:{ui_port}/namespaces/default/workflows/{started['workflow_id']}"
     print(f"\nThe run in the Temporal UI: {ui}")
-    print(f"Server and worker keep running; stop them with: CANOPY_HOME={home} canopy down")
+    print(
+        f"Server and worker keep running; stop them with: CANOPY_HOME={home.resolve()} canopy down"
+    )

@@ -21,11 +21,12 @@ def scratch(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.server
-def test_demo_tour_runs_a_real_graph_over_the_queue(tmp_path: Path, scratch: Path) -> None:
+def test_demo_tour_runs_a_real_graph_over_the_queue_and_runs_again(tmp_path: Path, scratch: Path) -> None:
     port, ui_port = free_ports(2)
-    result = run_canopy(
-        tmp_path, "demo", "--home", str(scratch), "--port", str(port), "--ui-port", str(ui_port)
-    )
+    tour = ("demo", "--home", str(scratch), "--port", str(port), "--ui-port", str(ui_port))
+    first = run_canopy(tmp_path, *tour)
+    assert first.code == 0, first.stdout + first.stderr
+    result = run_canopy(tmp_path, *tour)  # again: the first tour's daemons are replaced
     assert result.code == 0, result.stdout + result.stderr
     assert "error: spec body refused: unknown tag <notes>" in result.stdout
     assert "error: queue reorder refused: group 'auth'" in result.stdout

@@ -269,3 +269,34 @@ async def test_grouped_specs_resume_the_last_completed_siblings_session(
     )
     assert by_spec["loner"]["resumed"] is None
     assert git(repo, "status", "--porcelain") == ""
+
+
+async def test_the_guard_runs_after_a_skipped_and_after_an_interrupted_spec(
+    serving: Client, store: Store, repo: Path, tmp_path: Path
+) -> None:
+    a, b, c = make_specs(store, "alpha", "beta", "gamma")
+    gate = tmp_path / "gate"
+    node = {
+        "name": "work",
+        "command": f"test {{{{spec_id}}}} != {a} || echo x > scratch.txt; "
+        f"test {{{{spec_id}}}} != {c} || until [ -e {gate} ]; do sleep 0.05; done",
+    }
+    graph = make_graph(store, repo, [node])
+    await runs.graph_run(store, graph, queue=make_queue(store, [a, b, c]))
+    await paused_before(store, graph, b)
+    # skip beta without cleaning: the guard runs after the skipped spec and pauses again
+    await signal(serving, store, graph, "skip_next_spec")
+    blocker = await paused_before(store, graph, c)
+    assert (blocker["kind"], status_of(store, b)) == ("dirty_tree", "skipped")
+    # a directed start of gamma, stopped mid-node: interrupted, then the guard re-checks
+    await signal(serving, store, graph, "continue_run", ContinueRequest(mode="run_from_node"))
+    await wait_until(store, graph, lambda r: status_of(store, c) == "in_progress", "gamma")
+    await signal(serving, store, graph, "stop")
+    await wait_until(
+        store, graph, lambda r: (r["blocker"] or {}).get("kind") == "stopped", "the stop"
+    )
+    before = graph_row(store, graph)["updated_at"]
+    await signal(serving, store, graph, "continue_run", ContinueRequest())
+    row = await wait_until(store, graph, lambda r: r["updated_at"] != before, "the re-check")
+    assert (row["status"], row["blocker"]["kind"]) == ("paused", "dirty_tree")
+    assert row["blocker"]["next_spec"]["id"] == c

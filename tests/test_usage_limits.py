@@ -124,3 +124,21 @@ async def test_an_ensemble_fails_over_to_its_next_member_on_a_limit(
     handle = time_skipping.client.get_workflow_handle(workflow_id)
     assert await asyncio.wait_for(handle.result(), TIMEOUT) == "completed"
     assert node_runs(home_store) == [("claude", "limit_blocked"), ("codex", "succeeded")]
+
+
+async def test_the_guard_runs_after_a_limit_blocked_spec(
+    time_skipping: WorkflowEnvironment, home_store: Store, repo: Path, record: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "limited-once"
+    node = {
+        "name": "implement",
+        "platform": "claude",
+        "prompt": f"FAKE: write scratch.txt half\nFAKE: limit-once {marker}\nFAKE: commit done",
+    }
+    graph, _ = await start(home_store, repo, {"nodes": [node]})
+    await scheduled_resume(home_store)
+    await time_skipping.sleep(timedelta(hours=5, minutes=1))
+    settled = await runs.wait_until_settled(home_store, graph, TIMEOUT)
+    assert settled["status"] == "paused", "the limit left the tree dirty: the guard pauses"
+    assert settled["blocker"]["kind"] == "dirty_tree"
+    assert settled["blocker"]["dirty_paths"] == ["scratch.txt"]
