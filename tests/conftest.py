@@ -53,6 +53,13 @@ def body(summary: str = "Do the thing", **sections: str) -> str:
     return render_tagged(content)
 
 
+def make_specs(store: Store, *names: str) -> list[str]:
+    """One standalone spec per name (summary ``<name> summary``); their ids."""
+    from canopy.ops import specs
+
+    return [specs.spec_create(store, name, body(f"{name} summary"))["id"] for name in names]
+
+
 def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table, to prove a refused operation wrote nothing."""
     with store.engine.connect() as connection:

@@ -31,15 +31,11 @@ from canopy.store.engine import Store
 from canopy.store.models import Graph, NodeRun, Run, Spec
 from canopy.timefmt import utcnow
 from tests.cli_helpers import run_canopy
-from tests.conftest import body, snapshot
+from tests.conftest import make_specs, snapshot
 
 NODES = [{"name": "implement", "command": "true"}, {"name": "check", "command": "true"}]
 WAIT = 60.0
 server = pytest.mark.server
-
-
-def make_specs(store: Store, *names: str) -> list[str]:
-    return [specs.spec_create(store, name, body(f"{name} summary"))["id"] for name in names]
 
 
 def make_graph(

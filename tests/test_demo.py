@@ -21,7 +21,9 @@ def scratch(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.server
-def test_demo_tour_runs_a_real_graph_over_the_queue_and_runs_again(tmp_path: Path, scratch: Path) -> None:
+def test_demo_tour_runs_a_real_graph_over_the_queue_and_runs_again(
+    tmp_path: Path, scratch: Path
+) -> None:
     port, ui_port = free_ports(2)
     tour = ("demo", "--home", str(scratch), "--port", str(port), "--ui-port", str(ui_port))
     first = run_canopy(tmp_path, *tour)

@@ -11,7 +11,7 @@ from canopy.errors import Refused
 from canopy.ops import graphs, queues, runs, specs
 from canopy.store.engine import Store
 from canopy.store.models import NodeRun, Run, RunSpec
-from tests.conftest import body
+from tests.conftest import make_specs
 from tests.engine import fake_node
 
 pytestmark = pytest.mark.server
@@ -22,10 +22,6 @@ SETTLE_TIMEOUT = 60.0
 def store(home_store: Store) -> Store:
     """Here the store is the one the worker's activities write: this test's data dir."""
     return home_store
-
-
-def make_specs(store: Store, *names: str) -> list[str]:
-    return [specs.spec_create(store, name, body(f"{name} summary"))["id"] for name in names]
 
 
 def make_graph(store: Store, repo: Path, nodes: list[dict[str, Any]], **extra: Any) -> str:

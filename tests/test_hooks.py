@@ -18,7 +18,7 @@ from canopy.ops import control, graphs, queues, runs, specs
 from canopy.runmodels import ContinueRequest, HookFiring
 from canopy.store.engine import Store
 from canopy.store.models import Graph, HookRun
-from tests.conftest import body
+from tests.conftest import make_specs
 from tests.engine import fake_node
 
 pytestmark = pytest.mark.server
@@ -52,10 +52,6 @@ def set_hooks(store: Store, graph: str, hooks: dict[str, list[dict[str, Any]]]) 
 def hook_runs(store: Store) -> list[HookRun]:
     with store.transaction() as session:
         return list(session.scalars(select(HookRun).order_by(HookRun.id)))
-
-
-def make_specs(store: Store, *names: str) -> list[str]:
-    return [specs.spec_create(store, n, body(f"{n} summary"))["id"] for n in names]
 
 
 def make_graph(store: Store, repo: Path, nodes: list[dict[str, Any]], **extra: Any) -> str:

@@ -17,9 +17,9 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from canopy.ops import graphs, queues, runs, specs
+from canopy.ops import graphs, queues, runs
 from canopy.store.engine import Store
-from tests.conftest import body
+from tests.conftest import make_specs
 from tests.engine import fake_node
 from workflows.graph_run import GraphRun
 
@@ -29,10 +29,6 @@ SETTLE_TIMEOUT = 60.0
 
 Scenario = Callable[[Store, Path], Awaitable[str]]
 """Sets up and runs one GraphRun; returns its workflow id once settled."""
-
-
-def make_specs(store: Store, *names: str) -> list[str]:
-    return [specs.spec_create(store, n, body(f"{n} summary"))["id"] for n in names]
 
 
 async def settle(store: Store, graph: str, queue: str | None = None) -> dict[str, object]:

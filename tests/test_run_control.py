@@ -14,7 +14,7 @@ from canopy.ops import graphs, queues, runs, specs
 from canopy.runmodels import ContinueRequest
 from canopy.store.engine import Store
 from canopy.store.models import Graph
-from tests.conftest import body
+from tests.conftest import make_specs
 from tests.engine import fake_node, git
 
 pytestmark = pytest.mark.server
@@ -24,10 +24,6 @@ TIMEOUT = 60.0
 @pytest.fixture
 def store(home_store: Store) -> Store:
     return home_store
-
-
-def make_specs(store: Store, *names: str) -> list[str]:
-    return [specs.spec_create(store, n, body(f"{n} summary"))["id"] for n in names]
 
 
 def make_queue(store: Store, members: list[str], group: str | None = None) -> str:
