@@ -5,7 +5,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install demo test lint typecheck pytest bench constraints clean
+.PHONY: install demo test lint typecheck pytest bench bench-dispatch constraints clean
 
 $(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
@@ -31,7 +31,10 @@ pytest: install
 	$(VENV)/bin/pytest -q
 
 bench: install
-	$(PY) bench/cli_latency.py
+	$(PY) -m bench.cli_latency
+
+bench-dispatch: install
+	$(PY) -m bench.dispatch_overhead
 
 # Re-pin after changing dependencies in pyproject.toml.
 constraints: install

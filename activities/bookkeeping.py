@@ -128,8 +128,12 @@ async def finish_node_run(node_run_id: int, result: NodeResult) -> None:
 
 
 @activity.defn
-async def finish_spec(passage_id: int, outcome: str, ended_node: str | None) -> None:
-    """Close a spec's passage and set the spec's status from its outcome."""
+async def finish_spec(passage_id: int, outcome: str, ended_node: str | None) -> bool:
+    """Close a spec's passage and set the spec's status from its outcome.
+
+    Returns whether the graph has ``on_spec_completed`` hooks right now, so a run whose
+    graph has none skips the firing activity (a round trip to the agents host) per spec.
+    """
     spec_status = {"completed": "completed", "failed": "failed", "skipped": "skipped"}
     with open_store().transaction() as session:
         passage = session.get_one(RunSpec, passage_id)
@@ -138,6 +142,9 @@ async def finish_spec(passage_id: int, outcome: str, ended_node: str | None) -> 
         passage.ended_at = utcnow()
         spec = session.get_one(Spec, passage.spec_id)
         spec.status = spec_status.get(outcome, "pending")
+        graph_id = session.get_one(Run, passage.run_id).graph_id
+        hooks = session.get_one(Graph, graph_id).hooks or {}
+    return bool(hooks.get("on_spec_completed"))
 
 
 @activity.defn

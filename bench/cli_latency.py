@@ -15,42 +15,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from canopy.ids import new_id
-from canopy.specformat import SECTION_NAMES, render_tagged
-from canopy.store.engine import Store
-from canopy.store.models import Queue, QueueMember, Spec
-from canopy.timefmt import utcnow
+from bench.backlog import fill_queue
 
 BASELINE = "python -c pass (baseline)"
 
 
 def fill_store(home: Path, count: int) -> str:
-    """``count`` specs over 10 workdirs, all in one queue; returns one spec id."""
-    store = Store(f"sqlite:///{home / 'canopy.db'}")
-    now = utcnow()
-    queue_id = new_id("queue")
-    specs = [
-        Spec(
-            id=new_id("spec"),
-            name=f"spec number {i}",
-            body=render_tagged({name: f"{name} of spec {i}" for name in SECTION_NAMES}),
-            workdir=f"/src/project-{i % 10}",
-            status="pending" if i % 3 else "completed",
-            created_at=now,
-            updated_at=now,
-        )
-        for i in range(count)
-    ]
-    with store.transaction() as session:
-        session.add(Queue(id=queue_id, name="everything", created_at=now))
-        session.add_all(specs)
-        session.flush()
-        session.add_all(
-            QueueMember(queue_id=queue_id, spec_id=spec.id, position=i)
-            for i, spec in enumerate(specs)
-        )
-    store.close()
-    return specs[0].id
+    """``count`` specs over 10 workdirs, a third completed, all in one queue; one id."""
+    ids = fill_queue(
+        home,
+        count,
+        "everything",
+        workdir_of=lambda i: f"/src/project-{i % 10}",
+        status_of=lambda i: "pending" if i % 3 else "completed",
+    )
+    return ids[0]
 
 
 def interleaved_medians(

@@ -17,6 +17,9 @@ reported as throughput, the worker's peak memory (``VmHWM``) and the largest his
 any execution in the run's continue-as-new chain, which must stay bounded. Both modes
 print both tables; ``--specs`` leads with the overhead, ``--drain`` with the drain figures.
 Progress goes to stderr, results to stdout as markdown.
+
+The CLI and the worker run from a copy of the engine's sources taken at start (see
+:func:`snapshot_engine`), so concurrent edits to the checkout do not leak into a run.
 """
 
 import argparse
@@ -38,20 +41,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from canopy.ids import new_id
-from canopy.specformat import SECTION_NAMES, render_tagged
-from canopy.store.engine import Store
-from canopy.store.models import Queue, QueueMember, Spec
-from canopy.timefmt import utcnow
+from bench.backlog import fill_queue
+from tests.daemons import free_ports
 
 CANOPY = str(Path(sys.executable).parent / "canopy")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ENGINE_SOURCES = ("canopy", "cli", "workflows", "activities", "worker.py")
+"""What :func:`snapshot_engine` copies: every module the CLI and the worker import."""
 GRAPH_NAME = "bench-noop"
 QUEUE_NAME = "bench-queue"
 NODE_COMMAND = "true"
 DEFAULT_SPECS_PER_EXECUTION = 100
 """GraphRun's default (``RunInput.specs_per_execution``), unless the env overrides it."""
 PROGRESS_EVERY_SECONDS = 10.0
-NODE_ACTIVITIES = ("run_command_node", "run_agent_node")
+STALL_SECONDS = 180.0
 GIT_IDENTITY = ["-c", "user.name=canopy bench", "-c", "user.email=bench@example.invalid"]
 
 
@@ -80,7 +83,6 @@ class EngineRun:
     settled: str
     workflow_id: str
     record_seconds: float | None
-    summary: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ class Chain:
     largest_counted: int
     """Events of the largest execution counted one by one (``fetch_history``): a cross-check
     of ``describe()``'s figure."""
-    phases: dict[str, "Phase"]
+    phases: dict[str, Phase]
     """Time of the largest execution spent in each step between consecutive events."""
     phase_specs: int
     """Specs the largest execution worked on (its ``begin_spec`` activities)."""
@@ -138,31 +140,57 @@ class Results:
 # --- scratch setup ------------------------------------------------------------------------
 
 
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct loopback ports that were free a moment ago (other suites run
-    their own servers on this machine, so the default 7233/8233 may be taken)."""
-    import socket
-
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
 def make_scratch(root: Path) -> Scratch:
-    """Data dir and repo side by side (the data dir must not make the tree dirty)."""
+    """Data dir and repo side by side (the data dir must not make the tree dirty), and a
+    frozen copy of the engine that every CLI call and the worker import."""
     home, repo = root / "home", root / "repo"
     home.mkdir()
     repo.mkdir()
     port, ui_port = free_ports(2)
+    engine = snapshot_engine(root / "engine")
     env = {**os.environ, "CANOPY_HOME": str(home)}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(engine), env.get("PYTHONPATH")]))
     for variable in ("CANOPY_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE"):
         env.pop(variable, None)  # the bench owns its server and its SQLite store
+    check_snapshot(engine, env)
     return Scratch(root, home, repo, port, ui_port, env)
+
+
+def snapshot_engine(target: Path) -> Path:
+    """Copy the engine's sources, so edits landing in the checkout cannot change it mid-run.
+
+    The worker's workflow sandbox re-reads workflow modules from disk whenever it builds a
+    workflow instance (every continue-as-new, every cache eviction), and imports modules
+    it has not seen yet lazily; in a shared checkout a long drain would otherwise end up
+    running new workflow code against the activities and models it loaded at start.
+    """
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    target.mkdir()
+    for name in ENGINE_SOURCES:
+        source = REPO_ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, ignore=ignore)
+        else:
+            shutil.copy2(source, target / name)
+    return target
+
+
+def check_snapshot(engine: Path, env: dict[str, str]) -> None:
+    """Refuse a snapshot taken mid-edit (it does not import) or one that is not used."""
+    probe = "import worker, cli.main; print(worker.__file__)"
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=env,
+        cwd=engine.parent,  # like the worker, whose cwd is the data dir: no checkout on path
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        raise RuntimeError(f"the engine snapshot does not import (mid-edit?): {last}")
+    if not done.stdout.strip().startswith(str(engine)):
+        raise RuntimeError(f"the worker would not run from the snapshot: {done.stdout.strip()}")
 
 
 def make_repo(repo: Path) -> None:
@@ -174,35 +202,6 @@ def make_repo(repo: Path) -> None:
         ["git", *GIT_IDENTITY, "commit", "-q", "-m", "initial"],
     ):
         subprocess.run(argv, cwd=repo, check=True)
-
-
-def fill_queue(home: Path, repo: Path, count: int) -> None:
-    """``count`` pending specs (all seven sections), all in one queue, written in one
-    transaction: 10,000 CLI calls would take over an hour and measure nothing we want."""
-    store = Store(f"sqlite:///{home / 'canopy.db'}")
-    now = utcnow()
-    queue_id = new_id("queue")
-    specs = [
-        Spec(
-            id=new_id("spec"),
-            name=f"bench spec {i}",
-            body=render_tagged({name: f"{name} of spec {i}" for name in SECTION_NAMES}),
-            workdir=str(repo),
-            status="pending",
-            created_at=now,
-            updated_at=now,
-        )
-        for i in range(count)
-    ]
-    with store.transaction() as session:
-        session.add(Queue(id=queue_id, name=QUEUE_NAME, created_at=now))
-        session.add_all(specs)
-        session.flush()
-        session.add_all(
-            QueueMember(queue_id=queue_id, spec_id=spec.id, position=i)
-            for i, spec in enumerate(specs)
-        )
-    store.close()
 
 
 def create_graph(scratch: Scratch) -> None:
@@ -328,22 +327,29 @@ def spec_statuses(home: Path) -> dict[str, int]:
 
 
 def wait_with_progress(scratch: Scratch, count: int, started: float) -> str:
-    """``canopy graph wait``, reporting completed specs on stderr while it blocks."""
-    timeout = str(max(600, count * 2))
+    """``canopy graph wait``, reporting progress on stderr while it blocks, and giving up
+    early when no spec has finished for ``STALL_SECONDS`` (a no-op node never takes that
+    long, so a stall means a broken worker, not a slow one)."""
     waiting = subprocess.Popen(
-        [CANOPY, "graph", "wait", GRAPH_NAME, "--timeout", timeout, "--json"],
+        [CANOPY, "graph", "wait", GRAPH_NAME, "--timeout", str(count * 10 + 600), "--json"],
         env=scratch.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
     )
     try:
-        last_report = time.perf_counter()
+        last_report = last_change = time.perf_counter()
+        finished = 0
         while waiting.poll() is None:
             time.sleep(0.1)
-            if time.perf_counter() - last_report >= PROGRESS_EVERY_SECONDS:
-                last_report = time.perf_counter()
-                report_progress(scratch.home, count, last_report - started)
+            now = time.perf_counter()
+            if now - last_report >= PROGRESS_EVERY_SECONDS:
+                last_report = now
+                done = report_progress(scratch.home, count, now - started)
+                if done != finished:
+                    finished, last_change = done, now
+                elif now - last_change > STALL_SECONDS:
+                    raise RuntimeError(stall_message(scratch.home, finished))
         output = waiting.stdout.read() if waiting.stdout else ""
     finally:
         if waiting.poll() is None:
@@ -354,13 +360,27 @@ def wait_with_progress(scratch: Scratch, count: int, started: float) -> str:
     return str(json.loads(output)["status"])
 
 
-def report_progress(home: Path, count: int, elapsed: float) -> None:
-    """One stderr line: specs done so far, rate, and a naive time-to-go."""
-    done = spec_statuses(home).get("completed", 0)
+def stall_message(home: Path, finished: int) -> str:
+    """Why the bench gave up: the stall, and the worker log's last error-looking line."""
+    log = home / "logs" / "worker.log"
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    errors = [line for line in lines if "Error" in line or "ERROR" in line]
+    last = errors[-1] if errors else "(no error in the worker log)"
+    return (
+        f"no spec finished for {STALL_SECONDS:g} s (at {finished}); worker log {log}: {last} "
+        "(rerun with --keep to inspect)"
+    )
+
+
+def report_progress(home: Path, count: int, elapsed: float) -> int:
+    """One stderr line: specs finished so far, rate, a naive time-to-go; the count."""
+    statuses = spec_statuses(home)
+    done = sum(statuses.get(status, 0) for status in ("completed", "failed", "skipped"))
     rate = done / elapsed if elapsed else 0.0
     to_go = f", ~{(count - done) / rate:.0f} s to go" if rate else ""
-    line = f"  {done}/{count} completed after {elapsed:.0f} s ({rate:.1f}/s{to_go})"
+    line = f"  {done}/{count} finished after {elapsed:.0f} s ({rate:.1f}/s{to_go})"
     print(line, file=sys.stderr)
+    return done
 
 
 def run_engine(scratch: Scratch, count: int) -> EngineRun:
@@ -375,7 +395,6 @@ def run_engine(scratch: Scratch, count: int) -> EngineRun:
         settled=settled,
         workflow_id=str(run["workflow_id"]),
         record_seconds=record_seconds(run),
-        summary=run.get("summary"),
     )
 
 
@@ -433,22 +452,23 @@ def phase_seconds(events: Sequence[Any]) -> tuple[dict[str, Phase], int]:
     """
     from temporalio.api.enums.v1 import EventType
 
-    activity_names: dict[int, str] = {}
+    activities: dict[int, tuple[str, str]] = {}
     phases: dict[str, Phase] = {}
     for previous, event in itertools.pairwise(events):
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             attributes = event.activity_task_scheduled_event_attributes
-            activity_names[event.event_id] = attributes.activity_type.name
-        label = phase_label(event, activity_names)
+            activities[event.event_id] = (attributes.activity_type.name, attributes.task_queue.name)
+        label = phase_label(event, activities)
         gap = event.event_time.ToNanoseconds() - previous.event_time.ToNanoseconds()
         phase = phases.setdefault(label, Phase())
         phase.seconds += gap / 1e9
         phase.count += 1
-    return phases, list(activity_names.values()).count("begin_spec")
+    return phases, [name for name, _ in activities.values()].count("begin_spec")
 
 
-def phase_label(event: Any, activity_names: dict[int, str]) -> str:
-    """What the gap before ``event`` was spent on (bookkeeping queue waits lumped together)."""
+def phase_label(event: Any, activities: dict[int, tuple[str, str]]) -> str:
+    """What the gap before ``event`` was spent on; activity waits are lumped per task queue
+    (main: store bookkeeping, often eagerly dispatched; agents: nodes and git)."""
     from temporalio.api.enums.v1 import EventType
 
     kind = event.event_type
@@ -457,19 +477,19 @@ def phase_label(event: Any, activity_names: dict[int, str]) -> str:
     if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
         return "workflow task on the worker (started → completed)"
     if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-        name = activity_names.get(event.activity_task_started_event_attributes.scheduled_event_id)
-        where = "node, agents queue" if name in NODE_ACTIVITIES else "bookkeeping, main queue"
-        return f"activity queued (scheduled → started): {where}"
+        scheduled = event.activity_task_started_event_attributes.scheduled_event_id
+        queue = activities.get(scheduled, ("?", "?"))[1]
+        return f"activity queued (scheduled → started) on `{queue}`"
     if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
         scheduled = event.activity_task_completed_event_attributes.scheduled_event_id
-        return f"activity running (started → completed): `{activity_names.get(scheduled)}`"
+        return f"activity running (started → completed): `{activities.get(scheduled, '?')[0]}`"
     return "other (between events written together)"
 
 
 def measure(scratch: Scratch, count: int) -> Results:
     """Set up, bracket the engine run with baselines, collect memory and history."""
     make_repo(scratch.repo)
-    fill_queue(scratch.home, scratch.repo, count)
+    fill_queue(scratch.home, count, QUEUE_NAME, workdir_of=lambda _: str(scratch.repo))
     create_graph(scratch)
     with daemons_up(scratch):
         idle = worker_memory(scratch.home)
@@ -622,7 +642,9 @@ def parse_options() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--specs", type=int, default=200, help="overhead mode: N specs")
-    mode.add_argument("--drain", type=int, help="drain mode: N specs (e.g. 10000)")
+    mode.add_argument(
+        "--drain", type=int, nargs="?", const=10_000, help="drain mode: N specs (10000)"
+    )
     parser.add_argument("--keep", action="store_true", help="leave the scratch dir behind")
     return parser.parse_args()
 

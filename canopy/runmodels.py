@@ -34,6 +34,9 @@ class RunInput(BaseModel):
     heartbeat_timeout_seconds: int = 30
     specs_per_execution: int = 100
     """Continue as new after this many specs (or sooner, when Temporal suggests it)."""
+    continued: bool = False
+    """Set on a continue-as-new: the new execution starts between two specs, so the
+    dirty-tree guard runs before its first spec."""
     counts: RunCounts = Field(default_factory=RunCounts)
 
 

@@ -296,3 +296,14 @@ async def test_the_guard_runs_after_a_skipped_and_after_an_interrupted_spec(
     row = await wait_until(store, graph, lambda r: r["updated_at"] != before, "the re-check")
     assert (row["status"], row["blocker"]["kind"]) == ("paused", "dirty_tree")
     assert row["blocker"]["next_spec"]["id"] == c
+
+
+async def test_the_guard_runs_across_continue_as_new(
+    serving: Client, store: Store, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CANOPY_SPECS_PER_EXECUTION", "1")  # a new execution after each spec
+    a, b = make_specs(store, "alpha", "beta")
+    graph = make_graph(store, repo, [dirty_after(a)])
+    await runs.graph_run(store, graph, queue=make_queue(store, [a, b]))
+    blocker = await paused_before(store, graph, b)
+    assert blocker["kind"] == "dirty_tree"

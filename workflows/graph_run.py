@@ -129,7 +129,8 @@ class GraphRun:
         self._status = RunStatus(run_id=start.run_id, counts=start.counts.model_copy())
         counts = self._status.counts
         specs_this_execution = 0
-        plan = Plan(guarded=False)  # the launch guard already passed
+        # a fresh run passed the launch guard; a continued one is between two specs
+        plan = Plan(guarded=start.continued)
         while not self._reset_requested:
             if plan.guarded or self._pause_requested:
                 plan = await self._boundary(start, plan)
@@ -161,7 +162,9 @@ class GraphRun:
                     or workflow.info().is_continue_as_new_suggested()
                 )
             ):
-                workflow.continue_as_new(start.model_copy(update={"counts": counts}))
+                workflow.continue_as_new(
+                    start.model_copy(update={"counts": counts, "continued": True})
+                )
         await self._bookkeeping(run_state.reset_run, start.run_id)
         workflow.set_current_details("reset")
         return "reset"
@@ -335,9 +338,9 @@ class GraphRun:
             else:
                 end = SpecEnd("failed", step.name)
                 break
-        await self._bookkeeping(bookkeeping.finish_spec, passage, end.outcome, end.node)
+        has_hooks = await self._bookkeeping(bookkeeping.finish_spec, passage, end.outcome, end.node)
         self._show(None, None)
-        if end.outcome == "completed":
+        if end.outcome == "completed" and has_hooks:
             await self._fire(
                 start,
                 "on_spec_completed",

@@ -1,0 +1,1 @@
+"""Benchmarks: run on demand (see bench/README.md), never part of the test suite."""
