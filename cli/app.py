@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from cli import control_cmds, graph_cmds, queue_cmds, run_cmds, server_cmds, spec_cmds
+from cli import control_cmds, graph_cmds, mcp_cmds, queue_cmds, run_cmds, server_cmds, spec_cmds
 from cli import demo as demo_tour
 
 app = typer.Typer(
@@ -21,6 +21,7 @@ app.add_typer(graph_cmds.app, name="graph", help="Graphs: pipelines of agent and
 run_cmds.register(graph_cmds.app)
 control_cmds.register(graph_cmds.app)
 server_cmds.register(app)
+mcp_cmds.register(app)
 
 
 @app.command("demo")

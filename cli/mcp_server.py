@@ -1,0 +1,554 @@
+"""The MCP server: Canopy's operations as tools for AI agents (DESIGN §9, docs/mcp.md).
+
+Six tools, each with an ``action`` argument that selects the verb and flat, typed
+arguments: ``spec``, ``spec_edit``, ``queue``, ``graph``, ``graph_edit`` and
+``graph_control``. Every action calls the same operation as the CLI command it mirrors,
+so an agent gets the same validation and the same answers as a person: a result is the
+JSON ``canopy … --json`` prints, and a :class:`~canopy.errors.Refused` comes back as a
+tool error carrying the CLI's one-line message (without its ``error: `` prefix).
+
+Each tool's actions are a table of :class:`Verb` rows. One dispatcher checks the arguments
+against the row, calls the operation and maps its answer, so the tools themselves are
+only signatures; the tool descriptions are generated from the same tables, so they cannot
+drift from what the dispatcher accepts. ``session_list`` arrives with interactive sessions.
+
+Stdio is the only transport: the server opens no network port.
+"""
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
+
+from canopy.errors import Refused
+from canopy.ops import control, graphs, queues, runs, specs
+from canopy.specformat import SECTION_NAMES
+from canopy.statuses import SET_STATUS_ACTIONS, SPEC_STATUSES
+from canopy.store.engine import Store, open_store
+
+Args = dict[str, Any]
+"""A tool call's arguments by parameter name, ``action`` included."""
+
+Call = Callable[[Store, Args], Any]
+"""An action's body: the operation's result, or an awaitable of it for the async ones."""
+
+
+@dataclass(frozen=True)
+class Verb:
+    """One action of a tool: what it does, the operation it calls, and its arguments.
+
+    ``needs`` must be given and ``takes`` may be; any other argument is refused, so an
+    agent that mixes up two actions hears about it instead of having it silently ignored.
+    """
+
+    doc: str
+    call: Call
+    needs: tuple[str, ...] = ()
+    takes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    """One MCP tool: its name, what it is for, its actions and its signature.
+
+    ``read_only`` becomes the MCP read-only hint, so hosts can let an agent read without
+    asking while still confirming the tools that write or start runs.
+    """
+
+    name: str
+    summary: str
+    verbs: Mapping[str, Verb]
+    fn: Callable[..., Awaitable[CallToolResult]]
+    read_only: bool = False
+
+
+# --------------------------------------------------------------------------- arguments
+
+ID_PREFIX = "full id or any unique prefix, with or without the kind"
+
+SpecId = Annotated[str | None, Field(description=f"A spec: {ID_PREFIX} ('spec-8t9', '8t9').")]
+QueueId = Annotated[
+    str | None, Field(description=f"A queue: its exact name, or its {ID_PREFIX} ('queue-…').")
+]
+GraphId = Annotated[
+    str | None, Field(description=f"A graph: its exact name, or its {ID_PREFIX} ('graph-…').")
+]
+Name = Annotated[str | None, Field(description="A one-line name, not empty.")]
+Body = Annotated[
+    str | None,
+    Field(
+        description="The spec body in the tagged format: each of "
+        + ", ".join(f"<{name}>" for name in SECTION_NAMES)
+        + " exactly once, markdown inside (docs/specs.md)."
+    ),
+]
+Group = Annotated[
+    str | None,
+    Field(description="Context group label: grouped specs stay together in the queue."),
+]
+ClearWorkdir = Annotated[
+    bool, Field(description="update: remove the workdir tag (instead of giving workdir).")
+]
+ClearGroup = Annotated[
+    bool, Field(description="set_group: clear the member's group (instead of giving group).")
+]
+Definition = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description="The graph definition as a JSON object (docs/graphs.md): the whole "
+        "definition for create; for update only the fields to replace (nodes, specs, "
+        "ensembles, name, workdir, allow_dirty_start, hooks — each event named replaces "
+        "that event's list — or the legacy top-level on_completed hook)."
+    ),
+]
+
+
+WORKDIR_NOTE = "(made absolute against the server's directory; '~' is expanded)"
+ListWorkdir = Annotated[
+    str | None, Field(description=f"list: only specs tagged to this workdir {WORKDIR_NOTE}.")
+]
+TagWorkdir = Annotated[
+    str | None, Field(description=f"Tag the spec to this workdir {WORKDIR_NOTE}.")
+]
+RunWorkdir = Annotated[
+    str | None,
+    Field(description=f"run: run in this workdir instead of the graph's {WORKDIR_NOTE}."),
+]
+
+
+VERB = "The action: what to do. The tool description lists each action's arguments."
+SpecAction = Annotated[Literal["list", "get", "section"], Field(description=VERB)]
+SpecEditAction = Annotated[
+    Literal["create", "update", "delete", "set_status"], Field(description=VERB)
+]
+QueueAction = Annotated[
+    Literal["create", "add_spec", "list", "remove_spec", "reorder", "set_group"],
+    Field(description=VERB),
+]
+GraphAction = Annotated[Literal["get", "list"], Field(description=VERB)]
+GraphEditAction = Annotated[Literal["create", "update", "delete"], Field(description=VERB)]
+GraphControlAction = Annotated[
+    Literal["run", "continue", "pause", "stop", "reset"], Field(description=VERB)
+]
+
+
+# --------------------------------------------------------------------------- tools
+
+
+async def spec_tool(
+    action: SpecAction,
+    workdir: ListWorkdir = None,
+    status: Annotated[
+        str | None,
+        Field(description=f"list: only specs with this status: {', '.join(SPEC_STATUSES)}."),
+    ] = None,
+    spec_id: SpecId = None,
+    section: Annotated[
+        str | None,
+        Field(description=f"section: which one: {', '.join(SECTION_NAMES)}."),
+    ] = None,
+) -> CallToolResult:
+    """Read the spec backlog."""
+    return await _dispatch("spec", locals())
+
+
+async def spec_edit_tool(
+    action: SpecEditAction,
+    spec_id: SpecId = None,
+    name: Name = None,
+    body: Body = None,
+    workdir: TagWorkdir = None,
+    clear_workdir: ClearWorkdir = False,
+    status_action: Annotated[
+        str | None,
+        Field(description=f"set_status: one of {', '.join(SET_STATUS_ACTIONS)}."),
+    ] = None,
+) -> CallToolResult:
+    """Write the spec backlog."""
+    return await _dispatch("spec_edit", locals())
+
+
+async def queue_tool(
+    action: QueueAction,
+    queue_id: QueueId = None,
+    name: Name = None,
+    spec_id: SpecId = None,
+    group: Group = None,
+    clear_group: ClearGroup = False,
+    order: Annotated[
+        list[str] | None,
+        Field(description="reorder: every current member (spec id or prefix), in the new order."),
+    ] = None,
+) -> CallToolResult:
+    """Queues: ordered lists of existing specs that a graph run drains."""
+    return await _dispatch("queue", locals())
+
+
+async def graph_tool(action: GraphAction, graph_id: GraphId = None) -> CallToolResult:
+    """Read graphs and their run record."""
+    return await _dispatch("graph", locals())
+
+
+async def graph_edit_tool(
+    action: GraphEditAction, graph_id: GraphId = None, definition: Definition = None
+) -> CallToolResult:
+    """Define graphs: pipelines of agent and command nodes."""
+    return await _dispatch("graph_edit", locals())
+
+
+async def graph_control_tool(
+    action: GraphControlAction,
+    graph_id: GraphId = None,
+    queue_id: QueueId = None,
+    workdir: RunWorkdir = None,
+    mode: Annotated[
+        str | None,
+        Field(
+            description=f"continue: one of {', '.join(control.CONTINUE_MODES)} (default recheck)."
+        ),
+    ] = None,
+    node: Annotated[
+        str | None,
+        Field(
+            description="continue with run_from_node: the node to start at (default: the first)."
+        ),
+    ] = None,
+    spec_id: SpecId = None,
+) -> CallToolResult:
+    """Start and steer graph runs on Temporal (needs `canopy up`)."""
+    return await _dispatch("graph_control", locals())
+
+
+def _one_group(args: Args) -> str | None:
+    """``set_group``'s label: exactly one of ``group`` and ``clear_group`` (``None``)."""
+    if (args["group"] is None) == (not args["clear_group"]):
+        raise Refused("queue: action 'set_group' needs exactly one of group or clear_group")
+    return None if args["clear_group"] else args["group"]
+
+
+TOOLS: tuple[ToolDef, ...] = (
+    ToolDef(
+        "spec",
+        "Read the spec backlog: list specs, read one, or extract one section of its body.",
+        {
+            "list": Verb(
+                "Specs oldest first (short objects), filtered by workdir tag and/or status.",
+                lambda store, a: specs.spec_list(store, a["workdir"], a["status"]),
+                takes=("workdir", "status"),
+            ),
+            "get": Verb(
+                "One spec: body, parsed sections, bound graphs, queues.",
+                lambda store, a: specs.spec_get(store, a["spec_id"]),
+                needs=("spec_id",),
+            ),
+            "section": Verb(
+                "One canonical section of the body, as markdown.",
+                lambda store, a: specs.spec_section(store, a["spec_id"], a["section"]),
+                needs=("spec_id", "section"),
+            ),
+        },
+        spec_tool,
+        read_only=True,
+    ),
+    ToolDef(
+        "spec_edit",
+        "Write the spec backlog. Bodies must be in the tagged format; a body that does not "
+        "parse is refused naming the tag, and nothing is written.",
+        {
+            "create": Verb(
+                "A new standalone, pending spec.",
+                lambda store, a: specs.spec_create(store, a["name"], a["body"], a["workdir"]),
+                needs=("name", "body"),
+                takes=("workdir",),
+            ),
+            "update": Verb(
+                "Replace the name, body and/or workdir tag; what is not given is kept.",
+                lambda store, a: specs.spec_update(
+                    store, a["spec_id"], a["name"], a["body"], a["workdir"], a["clear_workdir"]
+                ),
+                needs=("spec_id",),
+                takes=("name", "body", "workdir", "clear_workdir"),
+            ),
+            "delete": Verb(
+                "Delete an unbound spec; it leaves every queue it was in.",
+                lambda store, a: specs.spec_delete(store, a["spec_id"]),
+                needs=("spec_id",),
+            ),
+            "set_status": Verb(
+                "Admin transition of a standalone spec: complete, skip or reopen.",
+                lambda store, a: specs.spec_set_status(store, a["spec_id"], a["status_action"]),
+                needs=("spec_id", "status_action"),
+            ),
+        },
+        spec_edit_tool,
+    ),
+    ToolDef(
+        "queue",
+        "Queues: ordered lists of existing specs, drained by graph_control run with "
+        "queue_id. Members of one context group stay together and share a warm agent "
+        "session. Each action answers with the queue and its members in order (list without "
+        "queue_id: every queue with counts).",
+        {
+            "create": Verb(
+                "An empty queue.",
+                lambda store, a: queues.queue_create(store, a["name"]),
+                needs=("name",),
+            ),
+            "add_spec": Verb(
+                "Add a spec at the end, or with group right after the group's last pending member.",
+                lambda store, a: queues.queue_add_spec(
+                    store, a["queue_id"], a["spec_id"], a["group"]
+                ),
+                needs=("queue_id", "spec_id"),
+                takes=("group",),
+            ),
+            "list": Verb(
+                "One queue's members in order, or without queue_id every queue with counts.",
+                lambda store, a: queues.queue_list(store, a["queue_id"]),
+                takes=("queue_id",),
+            ),
+            "remove_spec": Verb(
+                "Take a spec out of the queue (it stays in the backlog).",
+                lambda store, a: queues.queue_remove_spec(store, a["queue_id"], a["spec_id"]),
+                needs=("queue_id", "spec_id"),
+            ),
+            "reorder": Verb(
+                "Replace the whole order; refused if it misses a member or splits a group.",
+                lambda store, a: queues.queue_reorder(store, a["queue_id"], a["order"]),
+                needs=("queue_id", "order"),
+            ),
+            "set_group": Verb(
+                "Set a member's group (it moves next to the group) or clear it: exactly one "
+                "of group and clear_group.",
+                lambda store, a: queues.queue_set_group(
+                    store, a["queue_id"], a["spec_id"], _one_group(a)
+                ),
+                needs=("queue_id", "spec_id"),
+                takes=("group", "clear_group"),
+            ),
+        },
+        queue_tool,
+    ),
+    ToolDef(
+        "graph",
+        "Read graphs: pipelines of agent and command nodes that runs take specs through.",
+        {
+            "get": Verb(
+                "One graph (= `canopy graph info --json`): definition, bound specs, runs, "
+                "node runs, hook runs, queue progress, blocker, consistency_warning.",
+                lambda store, a: graphs.graph_get_async(store, a["graph_id"]),
+                needs=("graph_id",),
+            ),
+            "list": Verb(
+                "Every graph, oldest first, with status, blocker, counts and active run.",
+                lambda store, a: graphs.graph_list(store),
+            ),
+        },
+        graph_tool,
+        read_only=True,
+    ),
+    ToolDef(
+        "graph_edit",
+        "Define graphs. A definition is validated whole before anything is written; edits "
+        "are allowed during a run and take effect at the next node launch.",
+        {
+            "create": Verb(
+                "A new idle graph from a whole definition, binding the specs it lists.",
+                lambda store, a: graphs.graph_create(store, a["definition"]),
+                needs=("definition",),
+            ),
+            "update": Verb(
+                "Replace the fields the definition names and keep the rest; while a run is "
+                "active, a hooks edit also answers remaining_events and hooks_note.",
+                lambda store, a: graphs.graph_edit(store, a["graph_id"], a["definition"]),
+                needs=("graph_id", "definition"),
+            ),
+            "delete": Verb(
+                "Delete a graph and its run record; its bound specs become standalone.",
+                lambda store, a: graphs.graph_delete(store, a["graph_id"]),
+                needs=("graph_id",),
+            ),
+        },
+        graph_edit_tool,
+    ),
+    ToolDef(
+        "graph_control",
+        "Start and steer graph runs (one Temporal workflow per run; needs `canopy up`). "
+        "continue, pause, stop and reset signal the run and wait up to 5 s for the store "
+        "to show the effect; `note` says why when it has not shown yet.",
+        {
+            "run": Verb(
+                "Start a run over the graph's bound specs, or the pending members of "
+                "queue_id; refused if the workdir is not a clean git work tree.",
+                lambda store, a: runs.graph_run(store, a["graph_id"], a["queue_id"], a["workdir"]),
+                needs=("graph_id",),
+                takes=("queue_id", "workdir"),
+            ),
+            "continue": Verb(
+                "Resume a paused graph: recheck the tree, run_from_node (node, spec_id) or "
+                "skip_next_spec.",
+                lambda store, a: control.graph_continue(
+                    store, a["graph_id"], a["mode"] or "recheck", a["node"], a["spec_id"]
+                ),
+                needs=("graph_id",),
+                takes=("mode", "node", "spec_id"),
+            ),
+            "pause": Verb(
+                "Pause a running graph at the next spec boundary.",
+                lambda store, a: control.graph_pause(store, a["graph_id"]),
+                needs=("graph_id",),
+            ),
+            "stop": Verb(
+                "Kill the node in flight, mark its spec interrupted and pause.",
+                lambda store, a: control.graph_stop(store, a["graph_id"]),
+                needs=("graph_id",),
+            ),
+            "reset": Verb(
+                "Back to idle: end the run, clear the blocker, reopen bound specs.",
+                lambda store, a: control.graph_reset(store, a["graph_id"]),
+                needs=("graph_id",),
+            ),
+        },
+        graph_control_tool,
+    ),
+)
+
+_BY_NAME = {tool.name: tool for tool in TOOLS}
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+async def _dispatch(tool: str, args: Args) -> CallToolResult:
+    """Run ``args["action"]`` of ``tool``: check the arguments, call the operation, answer.
+
+    ``args`` are the tool function's parameters (its ``locals()`` on entry). A refusal,
+    ours or the operation's, is an error result with exactly the refusal's line.
+    """
+    action = args["action"]
+    verb = _BY_NAME[tool].verbs[action]
+    try:
+        _check_arguments(tool, action, verb, args)
+        result = verb.call(open_store(), args)
+        if inspect.isawaitable(result):
+            result = await result
+    except Refused as refusal:
+        return CallToolResult(
+            content=[TextContent(type="text", text=refusal.message)], is_error=True
+        )
+    # The same serialisation as the CLI's --json (cli.render.print_json), minus the newline.
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(result, default=str))])
+
+
+def _check_arguments(tool: str, action: str, verb: Verb, args: Args) -> None:
+    """Refuse a missing required argument, or one the action does not use."""
+    given = [name for name, value in args.items() if name != "action" and _given(value)]
+    missing = [name for name in verb.needs if name not in given]
+    if missing:
+        raise Refused(f"{tool}: action {action!r} needs {', '.join(missing)}")
+    extra = [name for name in given if name not in verb.needs + verb.takes]
+    if extra:
+        raise Refused(f"{tool}: action {action!r} does not take {', '.join(extra)}")
+
+
+def _given(value: Any) -> bool:
+    """An argument counts as given unless it is absent (``None``) or an unset flag."""
+    return value is not None and value is not False
+
+
+# --------------------------------------------------------------------------- server
+
+
+class CanopyMCP(MCPServer[Any]):
+    """MCPServer whose argument errors are one readable line naming the argument.
+
+    The SDK reports arguments that fail the input schema (an unknown action, a list that
+    is not one) as a multi-line pydantic dump behind ``Error executing tool …``; agents
+    act better on the short form the CLI uses, such as
+    ``spec: unknown action 'fetch'; one of list, get, section``. Arguments the tool does
+    not have at all are refused too, rather than ignored.
+    """
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        tool = _BY_NAME.get(name)
+        if tool is not None:
+            _refuse_unknown_arguments(tool, arguments)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            cause = error.__cause__
+            # Only schema violations are reworded: a crash stays the SDK's generic error.
+            if tool is None or isinstance(error, UnexpectedToolError):
+                raise
+            if not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(_argument_error(tool, cause)) from cause
+
+
+def _refuse_unknown_arguments(tool: ToolDef, arguments: Mapping[str, Any]) -> None:
+    """Refuse argument names the tool does not have (pydantic would drop them silently)."""
+    unknown = sorted(set(arguments) - set(inspect.signature(tool.fn).parameters))
+    if unknown:
+        raise ToolError(f"{tool.name}: unknown argument {', '.join(unknown)}")
+
+
+def _argument_error(tool: ToolDef, error: ValidationError) -> str:
+    """The first schema violation of a call, as one line."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    if first["type"] == "missing":
+        return f"{tool.name}: missing argument {where}"
+    if where == "action":
+        return f"{tool.name}: unknown action {first['input']!r}; one of {', '.join(tool.verbs)}"
+    return f"{tool.name}: argument {where}: {first['msg']}"
+
+
+def _description(tool: ToolDef) -> str:
+    """The tool's description for agents: its purpose, then each action's arguments."""
+    lines = [tool.summary, "", "Actions (`action`):"]
+    for action, verb in tool.verbs.items():
+        wants = [*verb.needs, *(f"[{name}]" for name in verb.takes)]
+        lines.append(f"- {action}({', '.join(wants)}): {verb.doc}")
+    lines += [
+        "",
+        "[x] = optional. The result is the JSON `canopy … --json` prints; a refusal is a "
+        "tool error with the CLI's one-line reason, and nothing was written.",
+    ]
+    return "\n".join(lines)
+
+
+INSTRUCTIONS = (
+    "Canopy runs AI coding agents unattended over queues of specs (tagged task "
+    "descriptions) through graphs of agent and command nodes, on Temporal. Specs, queues "
+    "and graphs answer to their full id or any unique id prefix; queues and graphs also to "
+    "their exact name. Results are the JSON the `canopy` CLI prints with --json; a refused "
+    "call writes nothing and says why in one line."
+)
+
+
+def build_server() -> CanopyMCP:
+    """A server with every Canopy tool registered (no transport attached yet)."""
+    server = CanopyMCP(name="canopy", instructions=INSTRUCTIONS, log_level="WARNING")
+    for tool in TOOLS:
+        server.add_tool(
+            tool.fn,
+            name=tool.name,
+            description=_description(tool),
+            annotations=ToolAnnotations(
+                read_only_hint=tool.read_only, destructive_hint=not tool.read_only
+            ),
+        )
+    return server
+
+
+def serve() -> None:
+    """Serve the tools over stdio until the client closes stdin (``canopy mcp``)."""
+    build_server().run("stdio")
