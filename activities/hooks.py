@@ -96,8 +96,13 @@ def completed_specs(run_id: str) -> str | None:
             .where(RunSpec.run_id == run_id, RunSpec.outcome == "completed")
             .order_by(RunSpec.ended_at, RunSpec.id)
         ).all()
-    lines = [f"{name}: {specformat.summary_line(body)}".rstrip(": ") for name, body in rows]
+    lines = [_name_and_summary(name, specformat.summary_line(body)) for name, body in rows]
     return "\n".join(lines) or None
+
+
+def _name_and_summary(name: str, summary: str) -> str:
+    """``name: summary``, or just the name for a spec without a summary."""
+    return f"{name}: {summary}" if summary else name
 
 
 def fire_key(firing: HookFiring, index: int) -> str:

@@ -60,6 +60,8 @@ class PreparedRun:
     start: RunInput
     workflow_id: str
     number: int
+    graph_status_before: str
+    """What :func:`forget_run` restores if the workflow cannot be started."""
 
 
 def prepare_run(
@@ -100,6 +102,7 @@ def prepare_run(
             started_at=utcnow(),
         )
         session.add(run)
+        status_before = row.status
         row.status = "running"
         row.blocker = None
         row.updated_at = utcnow()
@@ -111,7 +114,12 @@ def prepare_run(
             workdir=run_workdir,
             agents_task_queue=temporal_client.agents_task_queue(),
         ).model_copy(update=run_tuning())
-        return PreparedRun(start=start, workflow_id=run.workflow_id, number=number)
+        return PreparedRun(
+            start=start,
+            workflow_id=run.workflow_id,
+            number=number,
+            graph_status_before=status_before,
+        )
 
 
 def forget_run(store: Store, run_id: str, graph_status: str) -> None:
@@ -127,14 +135,11 @@ async def graph_run(
     store: Store, graph: str, queue: str | None = None, workdir: str | None = None
 ) -> dict[str, Any]:
     """Start a run of ``graph`` over its bound specs or ``queue``; refused per the guard."""
-    with store.transaction() as session:
-        graph_id = queries.resolve_id(rows_of(session), "graph", graph)
-        status_before = session.get_one(Graph, graph_id).status
-    prepared = prepare_run(store, graph_id, queue, workdir)
+    prepared = prepare_run(store, graph, queue, workdir)
     try:
         await start_workflow(prepared)
     except BaseException:
-        forget_run(store, prepared.start.run_id, status_before)
+        forget_run(store, prepared.start.run_id, prepared.graph_status_before)
         raise
     start = prepared.start
     return {
@@ -190,16 +195,22 @@ async def wait_until_settled(store: Store, graph: str, timeout: float) -> dict[s
         with store.transaction() as session:
             row = session.get_one(Graph, graph_id)
             status, blocker, name = row.status, row.blocker, row.name
-            latest = session.scalar(
-                select(Run.workflow_id).where(Run.graph_id == graph_id).order_by(Run.number.desc())
-            )
         if status != "running":
+            latest = _latest_workflow_id(store, graph_id)
             if status in ("completed", "failed") and latest is not None:
                 await _workflow_closed(latest, max(deadline - loop.time(), 0.1), name, timeout)
             return {"graph_id": graph_id, "name": name, "status": status, "blocker": blocker}
         if loop.time() >= deadline:
             raise Refused(f"graph {name} is still running after {timeout:g} s")
         await asyncio.sleep(0.2)
+
+
+def _latest_workflow_id(store: Store, graph_id: str) -> str | None:
+    """The workflow id of the graph's latest run, if it has run."""
+    with store.transaction() as session:
+        return session.scalar(
+            select(Run.workflow_id).where(Run.graph_id == graph_id).order_by(Run.number.desc())
+        )
 
 
 async def _workflow_closed(workflow_id: str, seconds: float, name: str, timeout: float) -> None:
