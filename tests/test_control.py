@@ -32,6 +32,7 @@ from canopy.store.models import Graph, NodeRun, Run, Spec
 from canopy.timefmt import utcnow
 from tests.cli_helpers import run_canopy
 from tests.conftest import make_specs, snapshot
+from tests.engine import eventually
 
 NODES = [{"name": "implement", "command": "true"}, {"name": "check", "command": "true"}]
 WAIT = 60.0
@@ -398,13 +399,12 @@ async def test_a_paused_graph_is_steered_while_no_worker_runs_and_goes_on_when_o
 
 async def until(store: Store, graph: str, predicate: Callable[[Graph], bool]) -> None:
     """Wait until the graph's store row satisfies ``predicate``."""
-    deadline = asyncio.get_running_loop().time() + WAIT
-    while asyncio.get_running_loop().time() < deadline:
+
+    def satisfied() -> bool:
         with store.transaction() as session:
-            if predicate(session.get_one(Graph, graph)):
-                return
-        await asyncio.sleep(0.05)
-    pytest.fail("timed out waiting for the graph")
+            return predicate(session.get_one(Graph, graph))
+
+    await eventually(satisfied, "the graph", WAIT)
 
 
 # --------------------------------------------------------------------------- status query

@@ -19,7 +19,7 @@ from canopy.runmodels import ContinueRequest, HookFiring
 from canopy.store.engine import Store
 from canopy.store.models import Graph, HookRun
 from tests.conftest import make_specs
-from tests.engine import fake_node
+from tests.engine import eventually, fake_node
 
 pytestmark = pytest.mark.server
 TIMEOUT = 60.0
@@ -244,7 +244,7 @@ async def test_on_blocked_fires_once_per_pause_and_hooks_are_read_when_the_event
     )
     before = len(hook_runs(store))
     await handle.signal("continue_run", ContinueRequest())  # still dirty: same pause
-    await wait_for(lambda: graph_blocker(store, graph) is not None)
+    await eventually(lambda: graph_blocker(store, graph) is not None, "the blocker")
     (repo / "scratch.txt").unlink()
     await handle.signal("continue_run", ContinueRequest())
     assert await asyncio.wait_for(handle.result(), TIMEOUT) == "completed"
@@ -260,7 +260,7 @@ async def test_on_blocked_fires_for_a_pause_with_the_blocker(
     graph = make_graph(store, repo, [node], specs=[a, b])
     set_hooks(store, graph, {"on_blocked": [echo(log, "{{blocker}} {{spec_id}}")]})
     await runs.graph_run(store, graph)
-    await wait_for(lambda: lines(log))
+    await eventually(lambda: lines(log), "the on_blocked hook")
     (message,) = lines(log)
     assert message.startswith(f"workdir {repo} is dirty (1 dirty path: scratch.txt)")
     assert message.endswith("(none)")
@@ -338,15 +338,6 @@ async def hooks_fired(handle: WorkflowHandle[Any, Any], count: int) -> None:
         if asyncio.get_running_loop().time() > deadline:
             pytest.fail(f"the run did not fire {count} events' hooks")
         await asyncio.sleep(0.05)
-
-
-async def wait_for(condition: Any) -> None:
-    deadline = asyncio.get_running_loop().time() + TIMEOUT
-    while asyncio.get_running_loop().time() < deadline:
-        if condition():
-            return
-        await asyncio.sleep(0.05)
-    pytest.fail("timed out waiting for a condition")
 
 
 async def test_workdir_is_the_runs_override_when_one_applies(

@@ -2,7 +2,6 @@
 stop, reset, and warm sessions for context groups (reference: "Dirty-tree guard between
 specs", "Context groups"; DESIGN §6.4 to §6.9)."""
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from canopy.runmodels import ContinueRequest
 from canopy.store.engine import Store
 from canopy.store.models import Graph
 from tests.conftest import make_specs
-from tests.engine import fake_node, git
+from tests.engine import eventually, fake_node, git
 
 pytestmark = pytest.mark.server
 TIMEOUT = 60.0
@@ -52,14 +51,13 @@ def graph_row(store: Store, graph: str) -> dict[str, Any]:
 
 
 async def wait_until(store: Store, graph: str, predicate: Any, what: str) -> dict[str, Any]:
-    """Poll the graph's store row until ``predicate(row)`` holds."""
-    deadline = asyncio.get_running_loop().time() + TIMEOUT
-    while asyncio.get_running_loop().time() < deadline:
+    """Poll the graph's store row until ``predicate(row)`` holds; that row."""
+
+    def satisfied() -> dict[str, Any] | None:
         row = graph_row(store, graph)
-        if predicate(row):
-            return row
-        await asyncio.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}; graph is {graph_row(store, graph)}")
+        return row if predicate(row) else None
+
+    return await eventually(satisfied, what, TIMEOUT)
 
 
 async def paused_before(store: Store, graph: str, spec_id: str) -> dict[str, Any]:
