@@ -22,19 +22,26 @@ from typing import Any, NoReturn
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities import bookkeeping, hooks, nodes, run_state, worktree
+from activities import bookkeeping, delivery, hooks, nodes, run_state, worktree
 from activities.ping import ping
 from canopy import temporal_client
 from canopy.errors import Refused
+from canopy.session_wake import wake_pending_sessions
+from canopy.store.engine import open_store
 from workflows.graph_run import GraphRun
 from workflows.ping import PingWorkflow
+from workflows.session_delivery import SessionDelivery
 
 # --- registry: everything this daemon hosts. New workflows and activities go here. -------
 
-WORKFLOWS: Sequence[type] = (PingWorkflow, GraphRun)
+WORKFLOWS: Sequence[type] = (PingWorkflow, GraphRun, SessionDelivery)
 """Workflow classes, served on the main task queue."""
 
-MAIN_ACTIVITIES: Sequence[Callable[..., Any]] = (*bookkeeping.ALL, *run_state.ALL)
+MAIN_ACTIVITIES: Sequence[Callable[..., Any]] = (
+    *bookkeeping.ALL,
+    *run_state.ALL,
+    *delivery.ALL_MAIN,
+)
 """Host-independent activities (store writes, hook bookkeeping), on the main task queue."""
 
 AGENT_ACTIVITIES: Sequence[Callable[..., Any]] = (
@@ -42,6 +49,7 @@ AGENT_ACTIVITIES: Sequence[Callable[..., Any]] = (
     *nodes.ALL,
     *worktree.ALL,
     *hooks.ALL,
+    *delivery.ALL_AGENTS,
 )
 """Activities that touch a workdir (agents, commands, git), on this host's agents queue."""
 
@@ -128,6 +136,9 @@ async def serve() -> None:
         temporal_client.address(),
         temporal_client.namespace(),
     )
+    woken = await wake_pending_sessions(client, open_store())
+    if woken:
+        log.info("woke the delivery of %d session(s) with queued messages", len(woken))
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait([stopping, *runs], return_when=asyncio.FIRST_COMPLETED)
     stopping.cancel()

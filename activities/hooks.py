@@ -19,19 +19,17 @@ from temporalio import activity
 from activities.process import previous_attempt, run_logged
 from canopy import markers, specformat
 from canopy.graphs.hooks import SPEC_EVENTS
+from canopy.ops.sessions import enqueue_hook_message
 from canopy.paths import canopy_home
 from canopy.platforms import get_platform
 from canopy.runmodels import HookFiring
+from canopy.session_wake import wake_session
 from canopy.store.engine import open_store
 from canopy.store.models import Graph, HookRun, RunSpec, Spec
 from canopy.timefmt import utcnow
 
 OUTPUT_KEPT_CHARACTERS = 4000
 COMMAND_HOOK_TIMEOUT_MINUTES = 60.0
-INTERACTIVE_UNAVAILABLE = (
-    "interactive hooks deliver into live sessions, which this Canopy version does not have "
-    "yet; the hook was validated but not delivered"
-)
 
 
 @activity.defn
@@ -154,7 +152,7 @@ async def run_and_record(
         / f"{hook_run_id:06d}-{firing.event}.log"
     )
     try:
-        status, output, error = await run_hook(hook, values, firing, log_path)
+        status, output, error = await run_hook(hook, values, firing, log_path, hook_run_id)
     except Exception as failure:  # a hook's failure is recorded, never raised
         status, output, error = "failed", None, f"{type(failure).__name__}: {failure}"
     with open_store().transaction() as session:
@@ -167,15 +165,50 @@ async def run_and_record(
 
 
 async def run_hook(
-    hook: dict[str, Any], values: dict[str, str | None], firing: HookFiring, log_path: Path
+    hook: dict[str, Any],
+    values: dict[str, str | None],
+    firing: HookFiring,
+    log_path: Path,
+    hook_run_id: int,
 ) -> tuple[str, str | None, str | None]:
     """Run a hook in its mode; ``(status, output, error)``."""
     if hook.get("command"):
         return await run_command_hook(hook["command"], values, firing, log_path)
     if hook.get("target_session_id") or hook.get("target_session_name"):
-        markers.render(hook["prompt"], values, markers.HOOK_MARKERS)
-        return "failed", None, INTERACTIVE_UNAVAILABLE
+        return await run_interactive_hook(hook, values, firing, hook_run_id)
     return await run_agent_hook(hook, values, firing, log_path)
+
+
+async def run_interactive_hook(
+    hook: dict[str, Any], values: dict[str, str | None], firing: HookFiring, hook_run_id: int
+) -> tuple[str, str | None, str | None]:
+    """Enqueue the rendered prompt for the target session, resolved at this very fire.
+
+    Fire-and-forget: the hook succeeds once the message is queued and handed to the
+    session's delivery workflow; it never waits for the reply. An unresolvable target
+    fails the hook with the reason (the prompt stays recallable).
+    """
+    prompt = markers.render(hook["prompt"], values, markers.HOOK_MARKERS)
+    with open_store().transaction() as db:
+        message = enqueue_hook_message(
+            db,
+            prompt,
+            target_session_id=hook.get("target_session_id"),
+            target_session_name=hook.get("target_session_name"),
+            graph_id=firing.graph_id,
+            run_id=firing.run_id,
+            event=firing.event,
+            hook_run_id=hook_run_id,
+        )
+        message_id, session_id, error = message.id, message.session_id, message.error
+    if error is not None or session_id is None:
+        return "failed", None, error
+    queued = f"queued {message_id} for session {session_id}"
+    try:
+        await wake_session(activity.client(), session_id)
+    except Exception as failure:  # the message is stored; the next wake delivers it
+        return "succeeded", f"{queued}; delivery starts at the next wake ({failure})", None
+    return "succeeded", queued, None
 
 
 async def run_command_hook(

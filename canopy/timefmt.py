@@ -14,6 +14,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def as_utc(value: datetime) -> datetime:
+    """A stored time as timezone-aware UTC (SQLite hands back naive UTC datetimes)."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
 def to_iso(value: datetime | str | None) -> str | None:
     """``2026-12-03T07:55:00.123456Z`` for a stored timestamp, ``None`` for none."""
     if value is None:

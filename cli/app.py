@@ -5,7 +5,16 @@ from typing import Annotated
 
 import typer
 
-from cli import control_cmds, graph_cmds, mcp_cmds, queue_cmds, run_cmds, server_cmds, spec_cmds
+from cli import (
+    control_cmds,
+    graph_cmds,
+    mcp_cmds,
+    queue_cmds,
+    run_cmds,
+    server_cmds,
+    session_cmds,
+    spec_cmds,
+)
 from cli import demo as demo_tour
 
 app = typer.Typer(
@@ -20,6 +29,7 @@ app.add_typer(queue_cmds.app, name="queue", help="Ordered queues of specs with c
 app.add_typer(graph_cmds.app, name="graph", help="Graphs: pipelines of agent and command nodes.")
 run_cmds.register(graph_cmds.app)
 control_cmds.register(graph_cmds.app)
+session_cmds.register(app)
 server_cmds.register(app)
 mcp_cmds.register(app)
 

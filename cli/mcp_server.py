@@ -1,16 +1,17 @@
 """The MCP server: Canopy's operations as tools for AI agents (DESIGN §9, docs/mcp.md).
 
-Six tools, each with an ``action`` argument that selects the verb and flat, typed
-arguments: ``spec``, ``spec_edit``, ``queue``, ``graph``, ``graph_edit`` and
-``graph_control``. Every action calls the same operation as the CLI command it mirrors,
-so an agent gets the same validation and the same answers as a person: a result is the
-JSON ``canopy … --json`` prints, and a :class:`~canopy.errors.Refused` comes back as a
-tool error carrying the CLI's one-line message (without its ``error: `` prefix).
+Eight tools, each with an ``action`` argument that selects the verb and flat, typed
+arguments: ``spec``, ``spec_edit``, ``queue``, ``graph``, ``graph_edit``,
+``graph_control``, ``session_list`` and ``session``. Every action calls the same
+operation as the CLI command it mirrors, so an agent gets the same validation and the
+same answers as a person: a result is the JSON ``canopy … --json`` prints, and a
+:class:`~canopy.errors.Refused` comes back as a tool error carrying the CLI's one-line
+message (without its ``error: `` prefix).
 
 Each tool's actions are a table of :class:`Verb` rows. One dispatcher checks the arguments
 against the row, calls the operation and maps its answer, so the tools themselves are
 only signatures; the tool descriptions are generated from the same tables, so they cannot
-drift from what the dispatcher accepts. ``session_list`` arrives with interactive sessions.
+drift from what the dispatcher accepts.
 
 Stdio is the only transport: the server opens no network port.
 """
@@ -28,6 +29,7 @@ from pydantic import Field, ValidationError
 
 from canopy.errors import Refused
 from canopy.ops import control, graphs, queues, runs, specs
+from canopy.ops import sessions as session_ops
 from canopy.specformat import SECTION_NAMES
 from canopy.statuses import SET_STATUS_ACTIONS, SPEC_STATUSES
 from canopy.store.engine import Store, open_store
@@ -136,6 +138,25 @@ GraphEditAction = Annotated[Literal["create", "update", "delete"], Field(descrip
 GraphControlAction = Annotated[
     Literal["run", "continue", "pause", "stop", "reset"], Field(description=VERB)
 ]
+SessionListAction = Annotated[Literal["list"], Field(description=VERB)]
+SessionAction = Annotated[
+    Literal["get", "new", "send", "close", "resume", "recall", "conversations"],
+    Field(description=VERB),
+]
+SessionId = Annotated[
+    str | None,
+    Field(
+        description=f"A session: its exact id, its {ID_PREFIX} ('sess-…'), or its name "
+        "when exactly one candidate session has it."
+    ),
+]
+PlatformName = Annotated[
+    str | None, Field(description="new, resume, conversations: the harness platform (claude…).")
+]
+SessionWorkdir = Annotated[
+    str | None,
+    Field(description=f"new, resume, conversations: the working directory {WORKDIR_NOTE}."),
+]
 
 
 # --------------------------------------------------------------------------- tools
@@ -223,6 +244,48 @@ async def graph_control_tool(
 ) -> CallToolResult:
     """Start and steer graph runs on Temporal (needs `canopy up`)."""
     return await _dispatch("graph_control", locals())
+
+
+async def session_list_tool(
+    action: SessionListAction,
+    include_finished: Annotated[
+        bool, Field(description="Also list finished (closed) sessions.")
+    ] = False,
+) -> CallToolResult:
+    """The live interactive sessions: the set name-targeted hooks resolve against."""
+    return await _dispatch("session_list", locals())
+
+
+async def session_tool(
+    action: SessionAction,
+    session_id: SessionId = None,
+    prompt: Annotated[str | None, Field(description="send: the prompt to deliver.")] = None,
+    name: Name = None,
+    platform: PlatformName = None,
+    workdir: SessionWorkdir = None,
+    conversation_id: Annotated[
+        str | None,
+        Field(description="resume: a conversation id from the harness's own list."),
+    ] = None,
+) -> CallToolResult:
+    """Interactive sessions: open, message, close, resume, recall undelivered prompts."""
+    return await _dispatch("session", locals())
+
+
+async def _resume(store: Store, args: Args) -> Any:
+    """``resume``: reopen, then hand over anything still queued (``canopy session resume``)."""
+    from canopy.session_wake import resume_session
+
+    return await resume_session(
+        store, args["session_id"], args["conversation_id"], args["platform"], args["workdir"]
+    )
+
+
+async def _send(store: Store, args: Args) -> Any:
+    """``send``: queue the prompt and hand it to the daemon (``canopy session send``)."""
+    from canopy.session_wake import send_message
+
+    return await send_message(store, args["session_id"], args["prompt"])
 
 
 def _one_group(args: Args) -> str | None:
@@ -416,6 +479,71 @@ TOOLS: tuple[ToolDef, ...] = (
             ),
         },
         graph_control_tool,
+    ),
+    ToolDef(
+        "session_list",
+        "The interactive sessions Canopy tracks (= `canopy session list --json`): live ones "
+        "by default — exactly the set a name-targeted interactive hook resolves against.",
+        {
+            "list": Verb(
+                "Sessions oldest first: id, name, status, platform, workdir, harness "
+                "conversation id, transcript path, queued message count.",
+                lambda store, a: session_ops.session_list(store, a["include_finished"]),
+                takes=("include_finished",),
+            ),
+        },
+        session_list_tool,
+        read_only=True,
+    ),
+    ToolDef(
+        "session",
+        "Interactive sessions: harness conversations the daemon drives turn by turn. A "
+        "sent prompt is queued and delivered in order as the session's next turn.",
+        {
+            "get": Verb(
+                "One session, live or finished.",
+                lambda store, a: session_ops.session_get(store, a["session_id"]),
+                needs=("session_id",),
+            ),
+            "new": Verb(
+                "Open a live session (its harness conversation starts with the first message).",
+                lambda store, a: session_ops.session_new(
+                    store, a["platform"], a["name"], a["workdir"]
+                ),
+                needs=("platform",),
+                takes=("name", "workdir"),
+            ),
+            "send": Verb(
+                "Queue a prompt for a live session; answers the message (status queued).",
+                _send,
+                needs=("session_id", "prompt"),
+            ),
+            "close": Verb(
+                "Finish a live session; later messages for it become recallable.",
+                lambda store, a: session_ops.session_close(store, a["session_id"]),
+                needs=("session_id",),
+            ),
+            "resume": Verb(
+                "Relaunch a finished session (same id; same name unless a live session holds "
+                "it), or with conversation_id + platform a harness conversation.",
+                _resume,
+                takes=("session_id", "conversation_id", "platform", "workdir"),
+            ),
+            "recall": Verb(
+                "Messages that could not be delivered, with their prompts (all, or one session's).",
+                lambda store, a: session_ops.session_recall(store, a["session_id"]),
+                takes=("session_id",),
+            ),
+            "conversations": Verb(
+                "The harness's own conversations in a workdir, with their Canopy session.",
+                lambda store, a: session_ops.harness_conversations(
+                    store, a["platform"], a["workdir"]
+                ),
+                needs=("platform",),
+                takes=("workdir",),
+            ),
+        },
+        session_tool,
     ),
 )
 

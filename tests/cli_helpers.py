@@ -29,15 +29,20 @@ def canopy_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def run_canopy(
-    home: Path, *args: str, stdin: str | None = None, python_flags: tuple[str, ...] = ()
+    home: Path,
+    *args: str,
+    stdin: str | None = None,
+    python_flags: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
 ) -> Result:
-    """``canopy ARGS`` as a user would run it; never raises on a non-zero exit."""
+    """``canopy ARGS`` as a user would run it (``env``: extra variables); never raises on
+    a non-zero exit."""
     completed = subprocess.run(
         [sys.executable, *python_flags, "-m", "cli.main", *args],
         input=stdin,
         capture_output=True,
         text=True,
-        env=canopy_env(home),
+        env=canopy_env(home, **(env or {})),
         timeout=120,
     )
     return Result(completed.returncode, completed.stdout, completed.stderr)

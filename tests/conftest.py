@@ -27,6 +27,19 @@ def reset_postgres(url: str) -> None:
     engine.dispose()
 
 
+HARNESS_HOMES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME")
+"""Where claude, codex and gemini keep their conversations (and the fake agent writes)."""
+
+
+@pytest.fixture(autouse=True)
+def harness_homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Every test's harness histories live in its tmp dir, never in a real home."""
+    homes = {name: tmp_path / "harness-homes" / name.lower() for name in HARNESS_HOMES}
+    for name, path in homes.items():
+        monkeypatch.setenv(name, str(path))
+    return homes
+
+
 @pytest.fixture(params=BACKENDS)
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh, empty database URL on each backend the run has (SQLite, Postgres)."""

@@ -26,12 +26,35 @@ Behaviour is steered by directives: prompt lines ``FAKE: <verb> <args>`` and the
 Unknown or malformed directives exit 2. With no ending directive the run succeeds (exit 0). Each run
 appends one JSON line to ``$FAKE_AGENT_RECORD`` (if set) before obeying directives:
 ``{"format", "resumed", "session_id", "prompt", "model", "effort", "cwd", "argv", "pid"}``.
+
+Conversation history: when the imitated CLI's home is given by its environment variable,
+each run (however it ends, unless killed) also saves its turn, the prompt and the
+assistant messages, where and as that CLI does, appending to the conversation on resume,
+so the adapters' ``conversations()`` can be tested against it. Without the variable
+nothing is saved: tests never write into the real home directory.
+
+- claude, ``$CLAUDE_CONFIG_DIR``: ``projects/<realpath of cwd, each non-alphanumeric
+  character as '-'>/<session id>.jsonl``, one event per line (``user``/``assistant``
+  with ``sessionId``, ``cwd``, ``timestamp``, ``uuid``, ``parentUuid``, ``message``)
+- codex, ``$CODEX_HOME``: ``sessions/YYYY/MM/DD/rollout-<local YYYY-MM-DDThh-mm-ss>-
+  <thread id>.jsonl``, ``{"timestamp", "type", "payload"}`` lines: ``session_meta``
+  (``id``, ``timestamp``, ``cwd``) and the injected ``<environment_context>`` on a new
+  thread, then the user message (``response_item`` and ``event_msg``) and the replies
+- gemini, ``$GEMINI_CLI_HOME`` (Gemini CLI's stand-in for the home directory):
+  ``.gemini/tmp/<short id>/chats/session-<UTC YYYY-MM-DDThh-mm>-<id[:8]>.jsonl``, the
+  short id (the cwd's slugified basename, ``-1``… on collision) registered in
+  ``.gemini/projects.json`` and named in ``<dir>/.project_root`` markers; a metadata
+  line (``sessionId``, ``projectHash``, ``startTime``, ``lastUpdated``), then
+  ``user``/``gemini`` message records and ``{"$set": {"lastUpdated": …}}`` updates
 """
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -206,6 +229,7 @@ class Emitter(ABC):
         self.session_id = session_id
         self.model = model or "fake-model"
         self.prompt = prompt
+        self.said: list[str] = []
 
     def emit(self, event: dict[str, Any]) -> None:
         """One JSON line, flushed so a streaming reader sees it at once."""
@@ -215,9 +239,14 @@ class Emitter(ABC):
     def start(self) -> None:
         """The event announcing the session."""
 
-    @abstractmethod
     def say(self, text: str) -> None:
-        """An assistant message."""
+        """An assistant message, kept for the conversation history too."""
+        self.said.append(text)
+        self.show(text)
+
+    @abstractmethod
+    def show(self, text: str) -> None:
+        """Print an assistant message event."""
 
     @abstractmethod
     def succeed(self, text: str) -> None:
@@ -251,7 +280,7 @@ class ClaudeEmitter(Emitter):
             }
         )
 
-    def say(self, text: str, model: str | None = None) -> None:
+    def show(self, text: str, model: str | None = None) -> None:
         content = [{"type": "text", "text": text}]
         message = {"role": "assistant", "model": model or self.model, "content": content}
         self.emit(
@@ -300,7 +329,7 @@ class ClaudeEmitter(Emitter):
         event = {"type": "rate_limit_event", "rate_limit_info": info}
         self.emit({**event, "session_id": self.session_id})
         text = f"Claude AI usage limit reached|{epoch}"
-        self.say(text, model="<synthetic>")
+        self.show(text, model="<synthetic>")
         self._result(text, error=True, subtype="success")
 
 
@@ -311,7 +340,7 @@ class CodexEmitter(Emitter):
         self.emit({"type": "thread.started", "thread_id": self.session_id})
         self.emit({"type": "turn.started"})
 
-    def say(self, text: str) -> None:
+    def show(self, text: str) -> None:
         item = {"id": f"item_{uuid.uuid4().hex[:6]}", "type": "agent_message", "text": text}
         self.emit({"type": "item.completed", "item": item})
 
@@ -361,7 +390,7 @@ class GeminiEmitter(Emitter):
         user = {"type": "message", "timestamp": self._now(), "role": "user"}
         self.emit({**user, "content": self.prompt})
 
-    def say(self, text: str) -> None:
+    def show(self, text: str) -> None:
         self.emit(
             {
                 "type": "message",
@@ -536,6 +565,181 @@ HANDLERS: dict[str, Handler] = {
     "limit-once": _once(_limit),
 }
 
+# ---------------------------------------------------------------- conversation files
+
+
+@dataclass
+class Turn:
+    """One run as the imitated CLI saves it in its conversation history."""
+
+    session_id: str
+    resumed: bool
+    prompt: str
+    replies: list[str]
+    model: str
+    cwd: str
+
+
+def iso_now() -> str:
+    """Now in UTC as the CLIs write it: ``2026-01-15T17:00:00.123Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def append_records(path: Path, records: list[dict[str, Any]]) -> None:
+    """Append JSON lines to ``path`` (created with its directories), in one write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        lines = [json.dumps(record, separators=(",", ":")) + "\n" for record in records]
+        handle.write("".join(lines))
+
+
+def save_claude(turn: Turn) -> None:
+    """Claude Code: one event per message, chained by ``parentUuid``."""
+    home = os.environ.get("CLAUDE_CONFIG_DIR")
+    if not home:
+        return
+    folder = Path(home) / "projects" / re.sub(r"[^a-zA-Z0-9]", "-", turn.cwd)
+    path = folder / f"{turn.session_id}.jsonl"
+    prompt = {"type": "user", "message": {"role": "user", "content": turn.prompt}}
+    messages: list[dict[str, Any]] = [prompt]
+    for text in turn.replies:
+        content = [{"type": "text", "text": text}]
+        message = {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant"}
+        messages.append({"type": "assistant", "message": {**message, "content": content}})
+    parent, records = last_uuid(path), []
+    for message in messages:
+        record: dict[str, Any] = {
+            "parentUuid": parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": turn.cwd,
+            "sessionId": turn.session_id,
+            "version": "2.0.0",
+            "gitBranch": "",
+            **message,
+            "uuid": str(uuid.uuid4()),
+            "timestamp": iso_now(),
+        }
+        parent = record["uuid"]
+        records.append(record)
+    append_records(path, records)
+
+
+def last_uuid(path: Path) -> str | None:
+    """The ``uuid`` of the transcript's last event, which a resumed turn continues."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    found = (json.loads(line).get("uuid") for line in reversed(lines) if line.strip())
+    return next((value for value in found if isinstance(value, str)), None)
+
+
+def save_codex(turn: Turn) -> None:
+    """Codex: a rollout per thread, found again by its id when the thread is resumed."""
+    home = os.environ.get("CODEX_HOME")
+    if not home:
+        return
+    sessions = Path(home) / "sessions"
+    existing = sorted(sessions.glob(f"*/*/*/rollout-*-{turn.session_id}.jsonl"))
+    started = datetime.now().astimezone()
+    name = f"rollout-{started:%Y-%m-%dT%H-%M-%S}-{turn.session_id}.jsonl"
+    path = existing[0] if existing else sessions / f"{started:%Y/%m/%d}" / name
+    items: list[tuple[str, dict[str, Any]]] = []
+    if not existing:
+        items += codex_thread_start(turn)
+    prompt = [{"type": "input_text", "text": turn.prompt}]
+    items.append(("response_item", {"type": "message", "role": "user", "content": prompt}))
+    items.append(("event_msg", {"type": "user_message", "message": turn.prompt, "images": []}))
+    for text in turn.replies:
+        reply = [{"type": "output_text", "text": text}]
+        items.append(("event_msg", {"type": "agent_message", "message": text}))
+        items.append(("response_item", {"type": "message", "role": "assistant", "content": reply}))
+    records = [{"timestamp": iso_now(), "type": kind, "payload": body} for kind, body in items]
+    append_records(path, records)
+
+
+def codex_thread_start(turn: Turn) -> list[tuple[str, dict[str, Any]]]:
+    """What Codex writes first on a new thread: its metadata and the injected context."""
+    meta = {
+        "id": turn.session_id,
+        "timestamp": iso_now(),
+        "cwd": turn.cwd,
+        "originator": "codex_exec",
+        "cli_version": "0.50.0",
+        "instructions": None,
+        "source": "exec",
+        "model_provider": "openai",
+    }
+    context = f"<environment_context>\n  <cwd>{turn.cwd}</cwd>\n</environment_context>"
+    injected = [{"type": "input_text", "text": context}]
+    return [
+        ("session_meta", meta),
+        ("response_item", {"type": "message", "role": "user", "content": injected}),
+    ]
+
+
+def save_gemini(turn: Turn) -> None:
+    """Gemini CLI: a JSON-lines chat file in the project's short-id directory."""
+    home = os.environ.get("GEMINI_CLI_HOME")
+    if not home:
+        return
+    gemini = Path(home) / ".gemini"
+    chats = gemini / "tmp" / gemini_project(gemini, turn.cwd) / "chats"
+    short = turn.session_id[:8]
+    existing = sorted(chats.glob(f"session-*-{short}.jsonl"))
+    name = f"session-{datetime.now(UTC):%Y-%m-%dT%H-%M}-{short}.jsonl"
+    path = existing[0] if existing else chats / name
+    records: list[dict[str, Any]] = []
+    if not existing:
+        project_hash = hashlib.sha256(turn.cwd.encode()).hexdigest()
+        now = iso_now()
+        meta = {"sessionId": turn.session_id, "projectHash": project_hash}
+        records.append({**meta, "startTime": now, "lastUpdated": now})
+    records += gemini_message("user", [{"text": turn.prompt}])
+    for text in turn.replies:
+        records += gemini_message("gemini", text, model=turn.model, thoughts=[], tokens=None)
+    append_records(path, records)
+
+
+def gemini_message(kind: str, content: object, **extra: object) -> list[dict[str, Any]]:
+    """A message record and the ``lastUpdated`` update Gemini CLI appends after it."""
+    now = iso_now()
+    message = {"id": str(uuid.uuid4()), "timestamp": now, "type": kind, "content": content}
+    return [{**message, **extra}, {"$set": {"lastUpdated": now}}]
+
+
+def gemini_project(gemini: Path, root: str) -> str:
+    """Gemini CLI's short id for a project root, registered and marked as the CLI does."""
+    registry = gemini / "projects.json"
+    try:
+        projects: dict[str, str] = json.loads(registry.read_text(encoding="utf-8"))["projects"]
+    except (OSError, ValueError, KeyError, TypeError):
+        projects = {}
+    slug = projects.get(root)
+    if slug is None:
+        base = re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", Path(root).name.lower())).strip("-")
+        base = base or "project"
+        taken = set(projects.values())
+        numbered = (f"{base}-{n}" for n in itertools.count(1))
+        slug = next(name for name in itertools.chain([base], numbered) if name not in taken)
+        projects[root] = slug
+        registry.parent.mkdir(parents=True, exist_ok=True)
+        registry.write_text(json.dumps({"projects": projects}, indent=2), encoding="utf-8")
+    for base_dir in ("tmp", "history"):
+        marker = gemini / base_dir / slug / ".project_root"
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        if not marker.exists():
+            marker.write_text(root, encoding="utf-8")
+    return slug
+
+
+SAVERS: dict[str, Callable[[Turn], None]] = {
+    "claude": save_claude,
+    "codex": save_codex,
+    "gemini": save_gemini,
+}
+
 # -------------------------------------------------------------------------- main
 
 
@@ -572,6 +776,22 @@ def main(argv: list[str]) -> int:
     record(invocation, session_id, prompt, argv)
     emitter = EMITTERS[invocation.format](session_id, invocation.model, prompt)
     emitter.start()
+    try:
+        return converse(prompt, emitter)
+    finally:
+        turn = Turn(
+            session_id=session_id,
+            resumed=invocation.resume is not None,
+            prompt=prompt,
+            replies=emitter.said,
+            model=emitter.model,
+            cwd=os.path.realpath(os.getcwd()),
+        )
+        SAVERS[invocation.format](turn)
+
+
+def converse(prompt: str, emitter: Emitter) -> int:
+    """Obey the directives, then succeed unless one ended the run; the exit status."""
     try:
         for verb, args in directives(prompt):
             obey(verb, args, emitter)

@@ -20,9 +20,11 @@ import pytest
 from sqlalchemy import select
 
 from canopy import temporal_client
-from canopy.ops import graphs, queues, runs, specs
+from canopy.ops import graphs, queues, runs, sessions, specs
+from canopy.session_wake import send_message, wait_for_delivery
 from canopy.store.engine import Store, open_store
 from canopy.store.models import NodeRun, RunSpec
+from canopy.transcripts import read_turns
 from tests.conftest import body
 from tests.daemons import free_ports, stop_recorded_daemons
 from tests.engine import FAKE_AGENT, fake_node, git
@@ -197,3 +199,23 @@ async def test_a_restarted_dev_server_keeps_the_run_going(
     settled = await runs.wait_until_settled(store, graph, TIMEOUT)
     assert settled["status"] == "completed", settled
     assert completed_passages(store, started["run_id"]) == [alpha, beta]
+
+
+async def test_a_worker_killed_during_a_delivery_delivers_the_message_exactly_once(
+    daemons: Daemons, repo: Path, tmp_path: Path
+) -> None:
+    store = open_store()
+    session = sessions.session_new(store, "claude", name="pair", workdir=str(repo))
+    daemons.start_worker()
+    sent = await send_message(store, "pair", "FAKE: sleep 4\nFAKE: write out.txt delivered")
+    record = tmp_path / "agent-record.jsonl"
+    wait_for(lambda: agent_runs(record), "the turn to start")
+    daemons.kill_worker()
+    daemons.start_worker()
+    settled = await wait_for_delivery(store, sent["id"], TIMEOUT)
+    assert settled["status"] == "delivered", settled
+    assert settled["delivery"]["attempts"] == 1
+    assert len(agent_runs(record)) == 1, "the prompt reached the harness once"
+    assert (repo / "out.txt").read_text() == "delivered\n"
+    turns = read_turns(Path(session["transcript_path"]))
+    assert [(t["message_id"], t["status"]) for t in turns] == [(sent["id"], "delivered")]

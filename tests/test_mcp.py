@@ -29,7 +29,16 @@ from cli.mcp_server import TOOLS, build_server
 from tests.conftest import body
 
 ROOT = Path(__file__).parent.parent
-TOOL_NAMES = ["spec", "spec_edit", "queue", "graph", "graph_edit", "graph_control"]
+TOOL_NAMES = [
+    "spec",
+    "spec_edit",
+    "queue",
+    "graph",
+    "graph_edit",
+    "graph_control",
+    "session_list",
+    "session",
+]
 SHORT_SPEC_KEYS = ("id", "name", "status", "workdir", "created_at", "updated_at")
 BAD_BODY = "<summary>oops</summary><notes>x</notes>"
 
@@ -115,18 +124,19 @@ async def test_every_tool_has_a_description_and_a_typed_schema(
 ) -> None:
     async with connect(mode) as client:
         tools = (await client.list_tools()).tools
-    assert [tool.name for tool in tools] == TOOL_NAMES  # no session_list stub
+    assert [tool.name for tool in tools] == TOOL_NAMES
     verbs = {tool.name: list(tool.verbs) for tool in TOOLS}
     for tool in tools:
         assert tool.description
         assert tool.annotations is not None
-        assert tool.annotations.read_only_hint == (tool.name in ("spec", "graph"))
+        assert tool.annotations.read_only_hint == (tool.name in ("spec", "graph", "session_list"))
         for action in verbs[tool.name]:
             assert f"- {action}(" in tool.description
         schema = tool.input_schema
         assert schema["type"] == "object"
         assert schema["required"] == ["action"]
-        assert schema["properties"]["action"]["enum"] == verbs[tool.name]
+        action_schema = schema["properties"]["action"]
+        assert action_schema.get("enum", [action_schema.get("const")]) == verbs[tool.name]
         for name, prop in schema["properties"].items():
             types = [prop.get("type")] + [arm.get("type") for arm in prop.get("anyOf", [])]
             assert {"string", "boolean", "array", "object"} & set(types), (tool.name, name)
@@ -235,6 +245,63 @@ async def test_answers_and_refusals_are_the_clis(
                 assert err == f"error: {text_of(result)}\n", args
                 refusals += 1
         assert refusals == len(pairs) - 8
+
+
+async def test_session_tools_answer_and_refuse_as_the_cli(
+    cli: Cli, mode: str, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    async with connect(mode) as client:
+        new = {"action": "new", "platform": "claude", "workdir": str(work)}
+        pair_session = await ok(client, "session", name="pair", **new)
+        other = await ok(client, "session", **new)
+        await ok(client, "session", action="close", session_id=other["id"])
+        assert (await ok(client, "session_list", action="list"))["sessions"] == [pair_session]
+        pairs = [
+            pair("session list", "session_list", action="list"),
+            pair("session list --all", "session_list", action="list", include_finished=True),
+            pair("session get pair", "session", action="get", session_id="pair"),
+            pair("session recall", "session", action="recall"),
+            # refusals
+            pair(f"session new --platform nope --workdir {work}", "session", action="new",
+                 platform="nope", workdir=str(work)),
+            pair("session send nobody hi", "session", action="send", session_id="nobody",
+                 prompt="hi"),
+            pair(f"session send {other['id']} hi", "session", action="send",
+                 session_id=other["id"], prompt="hi"),
+            pair("session close nobody", "session", action="close", session_id="nobody"),
+            pair("session resume pair", "session", action="resume", session_id="pair"),
+            pair("session resume", "session", action="resume"),
+            pair("session resume --harness-conversation abc", "session", action="resume",
+                 conversation_id="abc"),
+        ]  # fmt: skip
+        for args, tool, arguments in pairs:
+            code, out, err = await cli(*args, "--json")
+            result = await client.call_tool(tool, arguments)
+            if code == 0:
+                assert text_of(result) == out.rstrip("\n"), args
+            else:
+                assert code == 1, (args, err)
+                assert result.is_error and err == f"error: {text_of(result)}\n", args
+
+
+async def test_session_send_is_delivered_by_the_daemon(
+    serving: TemporalClient, home_store: Store, repo: Path, mode: str
+) -> None:
+    from canopy.session_wake import wait_for_delivery
+
+    async with connect(mode) as client:
+        created = await ok(
+            client, "session", action="new", platform="claude", name="pair", workdir=str(repo)
+        )
+        sent = await ok(client, "session", action="send", session_id="pair", prompt="hello")
+        assert (sent["status"], sent["session_id"]) == ("queued", created["id"])
+        assert sent["provenance"]["source"] == "promptbuilder"
+        delivered = await wait_for_delivery(home_store, sent["id"], 60)
+        assert delivered["delivery"]["session_id"] == created["id"]
+        listed = await ok(client, "session_list", action="list")
+        assert listed["sessions"][0]["harness_conversation_id"] is not None
 
 
 # --------------------------------------------------------------------------- every action
@@ -537,4 +604,3 @@ def test_the_docs_cover_every_tool_action_and_argument() -> None:
         assert f"### `{tool.name}`" in text, tool.name
         for name in [*tool.verbs, *inspect.signature(tool.fn).parameters]:
             assert f"`{name}`" in text, (tool.name, name)
-    assert "session_list arrives with interactive sessions" in text.replace("`", "")

@@ -1,8 +1,9 @@
-"""Replay: GraphRun stays deterministic across code changes (and continue-as-new works).
+"""Replay: GraphRun and SessionDelivery stay deterministic across code changes (and
+continue-as-new works).
 
 Each scenario runs on the real dev server; its fresh history is replayed against the
 current workflow code, and the histories committed under ``tests/histories`` (recorded
-from earlier code) must replay too. When a change to GraphRun alters its history shape on
+from earlier code) must replay too. When a change to a workflow alters its history shape on
 purpose, re-record with ``CANOPY_RECORD_HISTORIES=1 pytest tests/test_replay.py`` and
 commit the new files with the change.
 """
@@ -17,18 +18,21 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from canopy.ops import graphs, queues, runs
+from canopy.ops import graphs, queues, runs, sessions
+from canopy.session_wake import wait_for_delivery, wake_session
+from canopy.sessionmodels import session_workflow_id
 from canopy.store.engine import Store
 from tests.conftest import make_specs
 from tests.engine import fake_node
 from workflows.graph_run import GraphRun
+from workflows.session_delivery import SessionDelivery
 
 pytestmark = pytest.mark.server
 HISTORIES = Path(__file__).parent / "histories"
 SETTLE_TIMEOUT = 60.0
 
-Scenario = Callable[[Store, Path], Awaitable[str]]
-"""Sets up and runs one GraphRun; returns its workflow id once settled."""
+Scenario = Callable[[Client, Store, Path], Awaitable[str]]
+"""Sets up and runs one workflow; returns its workflow id once it settled."""
 
 
 async def settle(store: Store, graph: str, queue: str | None = None) -> dict[str, object]:
@@ -37,7 +41,7 @@ async def settle(store: Store, graph: str, queue: str | None = None) -> dict[str
     return {**started, **settled}
 
 
-async def drain(store: Store, repo: Path) -> str:
+async def drain(client: Client, store: Store, repo: Path) -> str:
     """A queue of two specs through implement (agent) → check (command)."""
     queue = queues.queue_create(store, "q")["id"]
     for spec_id in make_specs(store, "alpha", "beta"):
@@ -54,7 +58,7 @@ async def drain(store: Store, repo: Path) -> str:
     return str(result["workflow_id"])
 
 
-async def settle_failed(store: Store, repo: Path) -> str:
+async def settle_failed(client: Client, store: Store, repo: Path) -> str:
     """Bound specs; the first fails its only node, so the run settles failed."""
     bound = make_specs(store, "alpha", "beta")
     node = {"name": "check", "command": "exit 3"}
@@ -66,7 +70,7 @@ async def settle_failed(store: Store, repo: Path) -> str:
     return str(result["workflow_id"])
 
 
-async def continue_as_new(store: Store, repo: Path) -> str:
+async def continue_as_new(client: Client, store: Store, repo: Path) -> str:
     """Three queued specs with two specs per execution (see the test): one continue-as-new."""
     queue = queues.queue_create(store, "q")["id"]
     for spec_id in make_specs(store, "alpha", "beta", "gamma"):
@@ -80,10 +84,24 @@ async def continue_as_new(store: Store, repo: Path) -> str:
     return str(result["workflow_id"])
 
 
+async def session_delivery(client: Client, store: Store, repo: Path) -> str:
+    """Two messages queued for a session, then one wake: both delivered in one execution."""
+    session = sessions.session_new(store, "claude", name="pair", workdir=str(repo))
+    queued = [sessions.session_send(store, "pair", prompt) for prompt in ("one", "two")]
+    await wake_session(client, str(session["id"]))
+    for message in queued:
+        delivered = await wait_for_delivery(store, message["id"], SETTLE_TIMEOUT)
+        assert delivered["status"] == "delivered"
+    workflow_id = session_workflow_id(str(session["id"]))
+    await client.get_workflow_handle(workflow_id).result()
+    return workflow_id
+
+
 SCENARIOS: dict[str, Scenario] = {
     "drain": drain,
     "settle_failed": settle_failed,
     "continue_as_new": continue_as_new,
+    "session_delivery": session_delivery,
 }
 
 
@@ -98,9 +116,10 @@ async def histories_of(client: Client, workflow_id: str) -> list[WorkflowHistory
 
 
 async def replay(history: WorkflowHistory) -> None:
-    await Replayer(workflows=[GraphRun], data_converter=pydantic_data_converter).replay_workflow(
-        history
+    replayer = Replayer(
+        workflows=[GraphRun, SessionDelivery], data_converter=pydantic_data_converter
     )
+    await replayer.replay_workflow(history)
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
@@ -113,7 +132,7 @@ async def test_fresh_histories_replay(
 ) -> None:
     per_execution = "2" if name == "continue_as_new" else "100"
     monkeypatch.setenv("CANOPY_SPECS_PER_EXECUTION", per_execution)
-    workflow_id = await SCENARIOS[name](home_store, repo)
+    workflow_id = await SCENARIOS[name](serving, home_store, repo)
     histories = await histories_of(serving, workflow_id)
     assert len(histories) == (2 if name == "continue_as_new" else 1)
     for history in histories:
@@ -127,7 +146,7 @@ async def test_fresh_histories_replay(
 
 @pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)
 async def test_committed_histories_replay(path: Path) -> None:
-    await replay(WorkflowHistory.from_json("GraphRun", path.read_text()))
+    await replay(WorkflowHistory.from_json(path.stem, path.read_text()))
 
 
 def test_every_scenario_has_a_committed_history() -> None:

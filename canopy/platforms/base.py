@@ -4,7 +4,9 @@ A platform adapter is the only code that knows a harness CLI's argv and output s
 The agent activity asks it three things: the argv to launch (fresh or resuming a harness
 session), the harness session id as output streams by (so it can heartbeat the id while
 the process runs and resume it after a crash), and whether the output shows a usage
-limit (so the run can wait for the reset instead of failing the spec).
+limit (so the run can wait for the reset instead of failing the spec). Sessions ask two
+more: the assistant's final reply in a run's output (for the session transcript) and the
+harness's own conversations for a workdir (to resume one Canopy did not start).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 MIN_LIMIT_WAIT = timedelta(seconds=60)
@@ -29,6 +32,22 @@ class UsageLimit:
 
     reset_at: datetime | None
     message: str
+
+
+@dataclass(frozen=True)
+class HarnessConversation:
+    """One conversation in a harness's own on-disk history.
+
+    ``conversation_id`` is the id the harness resumes with (Claude Code's session id,
+    Codex's thread id, Gemini CLI's session id), so it can be passed straight back as
+    ``resume_session_id``. Times are timezone-aware UTC, ``None`` when the file gives none.
+    """
+
+    conversation_id: str
+    workdir: str
+    started_at: datetime | None
+    updated_at: datetime | None
+    title: str
 
 
 class Platform(ABC):
@@ -54,6 +73,24 @@ class Platform(ABC):
     @abstractmethod
     def usage_limit(self, output: str, now: datetime) -> UsageLimit | None:
         """The usage limit the run's output reports, if any (``now`` is timezone-aware)."""
+
+    def reply_text(self, output: str) -> str | None:
+        """The assistant's final reply in this run's output: the text a user would read.
+
+        This default serves harnesses that print plain text (user-defined platforms): the
+        whole output, stripped, is the reply; ``None`` when it is blank.
+        """
+        return nonblank(output)
+
+    def conversations(self, workdir: Path) -> list[HarnessConversation] | None:
+        """The harness's own conversations whose cwd is ``workdir``, most recent first.
+
+        ``None`` (this default) means Canopy cannot read this harness's history, which is
+        not the same as an empty one: a conversation id given for such a harness cannot
+        be checked, so it is taken on trust. Implementations never raise for an
+        unreadable or corrupt file; they skip it.
+        """
+        return None
 
 
 def clamp_reset(reset_at: datetime | None, now: datetime) -> datetime:
@@ -84,6 +121,17 @@ def json_event(line: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def json_events(output: str) -> list[dict[str, Any]]:
+    """The JSON events of a run's output, in order, plain-text lines left out."""
+    return [event for event in map(json_event, output.splitlines()) if event is not None]
+
+
+def nonblank(text: str | None) -> str | None:
+    """``text`` stripped, or ``None`` when there is nothing to read in it."""
+    stripped = (text or "").strip()
+    return stripped or None
 
 
 def str_field(mapping: object, key: str) -> str | None:
@@ -146,6 +194,14 @@ class JsonLinesPlatform(Platform, ABC):
     def limit_in_events(self, events: list[dict[str, Any]]) -> UsageLimit | None:
         """A limit reported as structured events; only some harnesses emit one."""
         return None
+
+    @abstractmethod
+    def reply_text(self, output: str) -> str | None:
+        """The final reply, read from the events: raw JSON lines are never what a user reads."""
+
+    @abstractmethod
+    def conversations(self, workdir: Path) -> list[HarnessConversation]:
+        """The built-in harnesses keep a readable history, so they always answer a list."""
 
 
 def _split_output(output: str) -> tuple[list[dict[str, Any]], list[str]]:

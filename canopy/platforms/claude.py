@@ -10,22 +10,50 @@ Session id: the ``session_id`` of the ``system``/``init`` event (and of the fina
 is ``rejected`` (exact ``resetsAt`` epoch), and/or an error result or plain-text line
 saying ``Claude AI usage limit reached|<epoch>``, ``5-hour limit reached ∙ resets 3pm``,
 ``You've hit your limit · resets 2pm (Asia/Shanghai)`` and the like.
+
+Reply: the ``result`` text of a successful run, else the last assistant message's text.
+
+Conversations: ``$CLAUDE_CONFIG_DIR`` (default ``~/.claude``) ``/projects/<dir>/<session
+uuid>.jsonl``, where ``<dir>`` is the realpath of the cwd (NFC) with every character but
+``[A-Za-z0-9]`` replaced by ``-``; a name over 200 characters is cut to 200 and given a
+hash suffix that differs between Claude Code builds, so such names are matched by prefix.
+Each line is an event carrying ``sessionId``, ``cwd``, ``timestamp``, ``type`` and
+``message``. Distinct cwds can share a ``<dir>`` (``/a-b`` and ``/a/b``), so each file's
+own ``cwd`` decides. Sidechain (subagent) transcripts and other files are not listed.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from canopy.platforms.base import (
+    HarnessConversation,
     JsonLinesPlatform,
     UsageLimit,
     first_line,
     json_event,
+    json_events,
+    nonblank,
     option,
     str_field,
+)
+from canopy.platforms.history import (
+    harness_home,
+    is_workdir,
+    iter_jsonl,
+    list_dir,
+    modified_at,
+    newest_first,
+    parse_timestamp,
+    resolved,
+    texts,
+    title_of,
 )
 from canopy.platforms.resets import MONTH_PATTERN, clock_reset, from_epoch
 
@@ -42,6 +70,15 @@ _RESETS = re.compile(
     r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<meridiem>[ap])\.?m\b\.?"
     r"(?:\s*\((?P<tz>[A-Za-z_]+(?:/[A-Za-z0-9_+-]+)*)\))?",
     re.IGNORECASE,
+)
+_UNSAFE_IN_DIR_NAME = re.compile(r"[^a-zA-Z0-9]")
+_MAX_DIR_NAME = 200
+# User turns Claude Code injects or that are not a prompt: slash-command echoes, hook and
+# IDE context, interruption notes. A title is never made from them.
+_NOT_A_PROMPT = re.compile(
+    r"\s*(?:<(?:command-name|command-message|command-args|local-command-stdout"
+    r"|local-command-stderr|session-start-hook|system-reminder|tick|goal|ide_opened_file"
+    r"|ide_selection)>|\[Request interrupted by user)"
 )
 
 
@@ -112,6 +149,27 @@ class ClaudePlatform(JsonLinesPlatform):
                 return _rejection(info)
         return None
 
+    def reply_text(self, output: str) -> str | None:
+        """A successful ``result``'s text; else (error, no result) the last assistant text."""
+        events = json_events(output)
+        result = next((e for e in reversed(events) if e.get("type") == "result"), None)
+        if result is not None and result.get("is_error") is False:
+            text = nonblank(str_field(result, "result"))
+            if text is not None:
+                return text
+        replies = (_assistant_text(event) for event in reversed(events))
+        return next(filter(None, replies), None)
+
+    def conversations(self, workdir: Path) -> list[HarnessConversation]:
+        """Sessions under ``projects/<dir>`` whose recorded ``cwd`` is ``workdir``."""
+        home = harness_home("CLAUDE_CONFIG_DIR", ".claude")
+        if home is None:
+            return []
+        target = resolved(workdir)
+        files = (f for folder in _project_dirs(home / "projects", target) for f in list_dir(folder))
+        found = (_session(path) for path in files if _is_session_file(path))
+        return newest_first(c for c in found if c is not None and is_workdir(c.workdir, target))
+
 
 def _rejection(info: dict[str, Any]) -> UsageLimit:
     """The limit a rejected ``rate_limit_info`` describes (``resetsAt`` is epoch seconds)."""
@@ -119,3 +177,98 @@ def _rejection(info: dict[str, Any]) -> UsageLimit:
     reset = from_epoch(resets_at) if isinstance(resets_at, int | float) else None
     kind = str_field(info, "rateLimitType") or "usage"
     return UsageLimit(reset, f"Claude {kind} limit reached (rate_limit_event rejected)")
+
+
+def _assistant_text(event: dict[str, Any]) -> str | None:
+    """The text blocks of an ``assistant`` event's message (tool calls left out)."""
+    if event.get("type") != "assistant":
+        return None
+    return nonblank("\n".join(_message_texts(event)))
+
+
+def _message_texts(event: dict[str, Any]) -> list[str]:
+    """The texts of an event's ``message.content``: a string, or its ``text`` blocks.
+
+    Tool calls, tool results and thinking blocks are not text a user wrote or reads.
+    """
+    message = event.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    blocks = content if isinstance(content, list) else [content]
+    kept = [block for block in blocks if not isinstance(block, dict) or block.get("type") == "text"]
+    return texts(kept)
+
+
+def _project_dirs(projects: Path, workdir: Path) -> list[Path]:
+    """The project directories Claude Code may have used for ``workdir``.
+
+    Names over 200 characters carry a runtime-dependent hash suffix, so every directory
+    with the cut name as prefix is a candidate; the files' own ``cwd`` then decides.
+    """
+    name = _UNSAFE_IN_DIR_NAME.sub("-", unicodedata.normalize("NFC", str(workdir)))
+    if len(name) <= _MAX_DIR_NAME:
+        return [projects / name]
+    prefix = f"{name[:_MAX_DIR_NAME]}-"
+    return [entry for entry in list_dir(projects) if entry.name.startswith(prefix)]
+
+
+def _is_session_file(path: Path) -> bool:
+    """``<uuid>.jsonl``: a session transcript (not an ``agent-….jsonl`` or a sidecar)."""
+    if path.suffix != ".jsonl":
+        return False
+    try:
+        uuid.UUID(path.stem)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass
+class _Head:
+    """What a transcript's first lines say, gathered until the first prompt is found."""
+
+    cwd: str | None = None
+    started_at: datetime | None = None
+    title: str = ""
+    sidechain: bool = False
+
+    def read(self, event: dict[str, Any]) -> None:
+        """Take the first timestamp, the first cwd (and its sidechain flag), the first prompt."""
+        self.started_at = self.started_at or parse_timestamp(event.get("timestamp"))
+        if self.cwd is None and str_field(event, "cwd"):
+            self.cwd = str_field(event, "cwd")
+            self.sidechain = event.get("isSidechain") is True
+        if not self.title:
+            self.title = _prompt(event)
+
+    @property
+    def complete(self) -> bool:
+        """Whether reading further could change nothing."""
+        return self.cwd is not None and self.started_at is not None and bool(self.title)
+
+
+def _session(path: Path) -> HarnessConversation | None:
+    """The conversation in one transcript; ``None`` for a sidechain or one without a cwd."""
+    head = _Head()
+    for event in iter_jsonl(path):
+        head.read(event)
+        if head.complete:
+            break
+    if head.cwd is None or head.sidechain:
+        return None
+    return HarnessConversation(
+        conversation_id=path.stem,
+        workdir=head.cwd,
+        started_at=head.started_at,
+        updated_at=modified_at(path),
+        title=head.title,
+    )
+
+
+def _prompt(event: dict[str, Any]) -> str:
+    """The title this event gives if it is a prompt the user typed, else ``""``."""
+    if event.get("type") != "user" or any(
+        event.get(flag) is True for flag in ("isMeta", "isCompactSummary", "isSidechain")
+    ):
+        return ""
+    typed = (text for text in _message_texts(event) if not _NOT_A_PROMPT.match(text))
+    return next(filter(None, map(title_of, typed)), "")

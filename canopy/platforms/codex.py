@@ -8,6 +8,17 @@ Session id: ``thread_id`` of the ``thread.started`` event. Usage limit: the mess
 ``error`` or ``turn.failed`` event (or a plain-text line) saying "You've hit your usage
 limit. … try again at 3:05 PM." (local time; ``Sep 18th, 2025 3:05 PM`` when the reset is
 on another day) or, in older releases, "… try again in 2 hours 5 minutes.".
+
+Reply: the ``text`` of the last ``item.completed`` item of type ``agent_message``.
+
+Conversations: ``$CODEX_HOME`` (default ``~/.codex``) ``/sessions/YYYY/MM/DD/rollout-
+<YYYY-MM-DDThh-mm-ss>-<thread uuid>.jsonl`` (local date and time; ``exec resume`` appends
+to the same file). Each line is ``{"timestamp", "type", "payload"}``; the first is a
+``session_meta`` whose payload has the thread ``id``, ``cwd`` and ``timestamp``. The
+title is the first ``event_msg`` ``user_message`` or ``response_item`` user message that
+Codex did not inject itself (``<environment_context>``, ``# AGENTS.md instructions …``
+and the other tag-wrapped context blocks). Subagent threads and archived sessions
+(``archived_sessions/``) are not listed.
 """
 
 from __future__ import annotations
@@ -15,15 +26,30 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from canopy.platforms.base import (
+    HarnessConversation,
     JsonLinesPlatform,
     UsageLimit,
     first_line,
     json_event,
+    json_events,
+    nonblank,
     option,
     str_field,
+)
+from canopy.platforms.history import (
+    harness_home,
+    is_workdir,
+    iter_jsonl,
+    modified_at,
+    newest_first,
+    parse_timestamp,
+    resolved,
+    texts,
+    title_of,
 )
 from canopy.platforms.resets import MONTH_PATTERN, clock_reset, parse_duration
 
@@ -36,6 +62,17 @@ _TRY_AT = re.compile(
     re.IGNORECASE,
 )
 _TRY_IN = re.compile(r"try again in\s+(?P<duration>[^.!\n]+)", re.IGNORECASE)
+_ROLLOUTS = "[0-9][0-9][0-9][0-9]/[0-9][0-9]/[0-9][0-9]/rollout-*.jsonl"
+# Context Codex injects as user messages: a whole text wrapped in one tag
+# (<environment_context>…</environment_context>, <user_instructions>, <skill>, …) or the
+# AGENTS.md preamble. Such a message is never the user's prompt.
+_INJECTED = re.compile(
+    r"\s*(?:<(?P<tag>[A-Za-z_][\w-]*)>.*</(?P=tag)>"
+    r"|# AGENTS\.md instructions for .*</INSTRUCTIONS>)\s*$",
+    re.DOTALL | re.IGNORECASE,
+)
+# IDE clients put their context first and the prompt after this marker.
+_USER_MESSAGE_BEGIN = "## My request for Codex:"
 
 
 @dataclass(frozen=True)
@@ -94,6 +131,28 @@ class CodexPlatform(JsonLinesPlatform):
             return None
         return UsageLimit(_reset(text, now), first_line(text))
 
+    def reply_text(self, output: str) -> str | None:
+        """The last completed ``agent_message`` item's text."""
+        for event in reversed(json_events(output)):
+            item = event.get("item") if event.get("type") == "item.completed" else None
+            if isinstance(item, dict) and item.get("type") == "agent_message":
+                text = nonblank(str_field(item, "text"))
+                if text is not None:
+                    return text
+        return None
+
+    def conversations(self, workdir: Path) -> list[HarnessConversation]:
+        """Rollouts under ``sessions/`` whose ``session_meta`` cwd is ``workdir``."""
+        home = harness_home("CODEX_HOME", ".codex")
+        if home is None:
+            return []
+        target = resolved(workdir)
+        try:
+            rollouts = sorted((home / "sessions").glob(_ROLLOUTS))
+        except OSError:
+            return []
+        return newest_first(_thread(path, target) for path in rollouts)
+
 
 def _reset(text: str, now: datetime) -> datetime | None:
     """The reset a Codex limit message names; ``None`` for "Try again later."."""
@@ -103,3 +162,56 @@ def _reset(text: str, now: datetime) -> datetime | None:
     within = _TRY_IN.search(text)
     delay: timedelta | None = parse_duration(within["duration"]) if within else None
     return now + delay if delay is not None else None
+
+
+def _thread(path: Path, workdir: Path) -> HarnessConversation | None:
+    """The thread in one rollout if it ran in ``workdir``; ``None`` if not, or unreadable."""
+    events = iter_jsonl(path)
+    meta = _session_meta(next(events, None))
+    if meta is None or not is_workdir(meta.get("cwd"), workdir) or _is_subagent(meta):
+        return None
+    thread_id = str_field(meta, "id")
+    if thread_id is None:
+        return None
+    return HarnessConversation(
+        conversation_id=thread_id,
+        workdir=str(meta["cwd"]),
+        started_at=parse_timestamp(meta.get("timestamp")),
+        updated_at=modified_at(path),
+        title=next(filter(None, map(_prompt, events)), ""),
+    )
+
+
+def _session_meta(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The payload of the ``session_meta`` record every rollout starts with."""
+    if record is None or record.get("type") != "session_meta":
+        return None
+    payload = record.get("payload")
+    return payload if isinstance(payload, dict) else None
+
+
+def _is_subagent(meta: dict[str, Any]) -> bool:
+    """A thread spawned by another thread's agent (``"source": {"subagent": …}``)."""
+    source = meta.get("source")
+    return isinstance(source, dict) and "subagent" in source
+
+
+def _prompt(record: dict[str, Any]) -> str:
+    """The title a user message record gives, ``""`` for anything else or injected context."""
+    payload = record.get("payload")
+    if not isinstance(payload, dict):
+        return ""
+    if record.get("type") == "event_msg" and payload.get("type") == "user_message":
+        pieces = texts(payload.get("message"))
+    elif record.get("type") == "response_item" and payload.get("role") == "user":
+        pieces = texts(payload.get("content"))
+    else:
+        return ""
+    typed = (_strip_ide_context(text) for text in pieces if not _INJECTED.match(text))
+    return next(filter(None, map(title_of, typed)), "")
+
+
+def _strip_ide_context(text: str) -> str:
+    """The prompt after an IDE client's ``## My request for Codex:`` marker, if any."""
+    _, marker, request = text.partition(_USER_MESSAGE_BEGIN)
+    return request if marker else text

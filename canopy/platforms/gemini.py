@@ -9,22 +9,59 @@ Session id: ``session_id`` of the ``init`` event. Usage limit: an ``error`` even
 error ``result`` or a plain-text line naming an exhausted quota ("You have exhausted your
 capacity on this model. Your quota will reset after 4h28m20s.", "Quota exceeded …
 Please retry in 42s", ``RESOURCE_EXHAUSTED``, ``"retryDelay": "58s"``).
+
+Reply: the assistant ``message`` deltas of the run's last model turn, concatenated (those
+after the last user ``message``, ``tool_use`` or ``tool_result`` event); text streamed
+before a tool call is the model narrating its work. Gemini CLI's own ``--output-format
+json`` ``response`` holds the same last-turn text.
+
+Conversations: ``$GEMINI_CLI_HOME`` (default: the user's home) ``/.gemini/tmp/<project>/
+chats/session-<YYYY-MM-DDThh-mm>-<first 8 chars of the session id>.jsonl`` (``.json``
+before April 2026). ``<project>`` is the short id ``.gemini/projects.json`` maps the
+project root (the cwd Gemini CLI ran in) to, which also names the root in the
+directory's ``.project_root`` file; before February 2026 it was the sha256 hex digest of
+the root path, and such directories are still read. A ``.json`` file is one object
+``{sessionId, projectHash, startTime, lastUpdated, messages: [{id, timestamp, type:
+"user" | "gemini" | …, content}]}``; a ``.jsonl`` file is that metadata on its first
+line, then message records (a repeated ``id`` replaces the earlier one), ``{"$set": …}``
+metadata updates and ``{"$rewindTo": id}`` truncations. Subagent sessions and sessions
+without a message are not listed; titles skip slash commands, ``?`` and injected
+``<session_context>``/``<hook_context>`` blocks, as Gemini CLI's own picker does.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from canopy.platforms.base import (
+    HarnessConversation,
     JsonLinesPlatform,
     UsageLimit,
     first_line,
     json_event,
+    json_events,
+    nonblank,
     option,
     str_field,
+)
+from canopy.platforms.history import (
+    env_dir,
+    list_dir,
+    modified_at,
+    newest_first,
+    parse_timestamp,
+    read_json,
+    read_text,
+    resolved,
+    texts,
+    title_of,
+    user_home,
 )
 from canopy.platforms.resets import parse_duration
 
@@ -39,6 +76,10 @@ _RESET = re.compile(
     r"(?P<duration>\d[\d.]*\s*(?:[hms]+\s*\d[\d.]*\s*)*[hms]+)",
     re.IGNORECASE,
 )
+_CHAT_FILE = re.compile(r"session-.+\.jsonl?")
+_PROJECT_ID = re.compile(r"[a-z0-9-]+")
+_NOT_A_PROMPT = ("/", "?", "<session_context>", "<hook_context>")
+_TURN_BREAKS = ("message", "tool_use", "tool_result")
 
 
 @dataclass(frozen=True)
@@ -94,3 +135,138 @@ class GeminiPlatform(JsonLinesPlatform):
         found = _RESET.search(text)
         delay = parse_duration(found["duration"]) if found else None
         return UsageLimit(now + delay if delay is not None else None, first_line(text))
+
+    def reply_text(self, output: str) -> str | None:
+        """The assistant deltas after the last user message or tool round trip, joined."""
+        turn: list[str] = []
+        for event in json_events(output):
+            if event.get("type") == "message" and event.get("role") == "assistant":
+                turn.append(str_field(event, "content") or "")
+            elif event.get("type") in _TURN_BREAKS:
+                turn = []
+        return nonblank("".join(turn))
+
+    def conversations(self, workdir: Path) -> list[HarnessConversation]:
+        """Chat sessions in the project directories Gemini CLI used for ``workdir``."""
+        gemini = _gemini_dir()
+        if gemini is None:
+            return []
+        target = resolved(workdir)
+        chats = [
+            path
+            for folder in _project_dirs(gemini, target)
+            for path in list_dir(folder / "chats")
+            if _CHAT_FILE.fullmatch(path.name)
+        ]
+        return newest_first(_session(path, target) for path in chats)
+
+
+def _gemini_dir() -> Path | None:
+    """``$GEMINI_CLI_HOME/.gemini``, the variable standing in for the home directory."""
+    home = env_dir("GEMINI_CLI_HOME") or user_home()
+    return home / ".gemini" if home is not None else None
+
+
+def _project_dirs(gemini: Path, workdir: Path) -> list[Path]:
+    """``tmp/<id>`` for every id the project root has had: registered, marked, legacy hash.
+
+    The registry is Gemini CLI's own lookup; a ``.project_root`` marker names the owner
+    of a directory even when the registry was reset; the sha256 directory is where
+    sessions lived before short ids (Gemini CLI copies it over, leaving the original).
+    """
+    tmp = gemini / "tmp"
+    root = str(workdir)
+    legacy = hashlib.sha256(root.encode()).hexdigest()
+    marked = [entry.name for entry in list_dir(tmp) if _owner(entry) == workdir]
+    registered = _registered(gemini, root)
+    if registered is not None and _owner(tmp / registered) not in (None, workdir):
+        registered = None  # a stale entry: the directory now belongs to another project
+    names = [registered, legacy, *marked]
+    return [tmp / name for name in dict.fromkeys(names) if name]
+
+
+def _registered(gemini: Path, root: str) -> str | None:
+    """The short id ``projects.json`` gives the project root (a safe name, or ``None``)."""
+    registry = read_json(gemini / "projects.json")
+    projects = registry.get("projects") if isinstance(registry, dict) else None
+    name = str_field(projects, root)
+    return name if name is not None and _PROJECT_ID.fullmatch(name) else None
+
+
+def _owner(folder: Path) -> Path | None:
+    """The project root a directory's ``.project_root`` marker names, resolved."""
+    text = (read_text(folder / ".project_root") or "").strip()
+    return resolved(text) if text else None
+
+
+@dataclass
+class _Chat:
+    """A session file folded the way Gemini CLI loads it: metadata plus live messages."""
+
+    meta: dict[str, Any] = field(default_factory=dict)
+    messages: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Apply one record: a rewind, a message, a metadata update or the metadata."""
+        update = record.get("$set")
+        if isinstance(record.get("$rewindTo"), str):
+            self._rewind(record["$rewindTo"])
+        elif isinstance(record.get("id"), str):
+            self.messages[record["id"]] = record
+        elif isinstance(update, dict):
+            self._merge(update)
+        elif str_field(record, "sessionId"):
+            self._merge(record)
+
+    def _merge(self, fields: dict[str, Any]) -> None:
+        """Metadata fields; a ``messages`` list (legacy file, checkpoint) replaces them all."""
+        messages = fields.get("messages")
+        if isinstance(messages, list):
+            found = [message for message in messages if isinstance(message, dict)]
+            self.messages = {str(m.get("id", n)): m for n, m in enumerate(found)}
+        self.meta.update((key, value) for key, value in fields.items() if key != "messages")
+
+    def _rewind(self, message_id: str) -> None:
+        """Drop ``message_id`` and everything after it (everything, if it is unknown)."""
+        ids = list(self.messages)
+        kept = ids[: ids.index(message_id)] if message_id in self.messages else []
+        self.messages = {key: self.messages[key] for key in kept}
+
+
+def _session(path: Path, workdir: Path) -> HarnessConversation | None:
+    """The conversation in one session file; ``None`` if unreadable, empty or a subagent's."""
+    chat = _Chat()
+    for record in _records(path) or []:
+        chat.add(record)
+    session_id = str_field(chat.meta, "sessionId")
+    messages = list(chat.messages.values())
+    spoken = any(message.get("type") in ("user", "gemini") for message in messages)
+    if session_id is None or not spoken or chat.meta.get("kind") == "subagent":
+        return None
+    return HarnessConversation(
+        conversation_id=session_id,
+        workdir=str(workdir),
+        started_at=parse_timestamp(chat.meta.get("startTime")),
+        updated_at=parse_timestamp(chat.meta.get("lastUpdated")) or modified_at(path),
+        title=next(filter(None, map(_prompt, messages)), ""),
+    )
+
+
+def _records(path: Path) -> list[dict[str, Any]] | None:
+    """A session file's records: one pretty-printed object (legacy) or JSON lines."""
+    text = read_text(path)
+    if text is None:
+        return None
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        whole = None
+    if isinstance(whole, dict):
+        return [whole]
+    return [record for record in map(json_event, text.splitlines()) if record is not None]
+
+
+def _prompt(message: dict[str, Any]) -> str:
+    """The title a user message gives; ``""`` for commands, injected context and the rest."""
+    text = "".join(texts(message.get("content"))) if message.get("type") == "user" else ""
+    return "" if text.strip().startswith(_NOT_A_PROMPT) else title_of(text)

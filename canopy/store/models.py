@@ -199,3 +199,82 @@ class HookRun(Base):
         Index("ix_hook_runs_graph", "graph_id", "id"),
         Index("ix_hook_runs_fire_key", "fire_key", unique=True),
     )
+
+
+class InteractiveSession(Base):
+    """A harness conversation Canopy drives turn by turn (DESIGN §8).
+
+    ``status`` is ``live`` (open in Canopy: messages are delivered) or ``finished``
+    (closed; resumable). ``harness_conversation_id`` is the harness's own id, learned
+    from the first delivered turn or given when resuming a harness conversation.
+    """
+
+    __tablename__ = "sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    platform: Mapped[str] = mapped_column(String(64))
+    workdir: Mapped[str] = mapped_column(String(4096))
+    harness_conversation_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    status: Mapped[str] = mapped_column(String(16))
+    transcript_path: Mapped[str] = mapped_column(String(4096))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    __table_args__ = (
+        Index("ix_sessions_status_name", "status", "name"),
+        Index("ix_sessions_harness_conversation", "harness_conversation_id"),
+    )
+
+
+class Message(Base):
+    """A prompt enqueued for a session: provenance as columns, then its delivery record.
+
+    ``seq`` orders a session's messages (delivery is one at a time, oldest first).
+    ``session_id`` is the session the message was addressed to (``None`` when a
+    name-targeted hook matched no single live session); ``delivered_session_id`` the
+    session that actually received it.
+    """
+
+    __tablename__ = "messages"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(64))
+    session_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    prompt: Mapped[str] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(String(32))
+    graph_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    event: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    target_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    hook_run_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    status: Mapped[str] = mapped_column(String(32))
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    retry_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    delivered_session_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    log_path: Mapped[str | None] = mapped_column(String(4096), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (
+        Index("ix_messages_id", "id", unique=True),
+        Index("ix_messages_session_status", "session_id", "status", "seq"),
+        Index("ix_messages_status", "status"),
+    )
+
+
+class Notification(Base):
+    """Something the user should read in the morning (``canopy notifications``)."""
+
+    __tablename__ = "notifications"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(64))
+    text: Mapped[str] = mapped_column(Text)
+    session_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    message_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("ix_notifications_created", "created_at", "id"),)

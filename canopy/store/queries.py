@@ -22,7 +22,15 @@ if TYPE_CHECKING:
     Rows: TypeAlias = Callable[[str, Mapping[str, Any]], list[Row]]
     """Runs one SQL statement with named parameters and returns its rows as dicts."""
 
-_TABLE_OF_KIND = {"spec": "specs", "queue": "queues", "graph": "graphs", "run": "runs"}
+_TABLE_OF_KIND = {
+    "spec": "specs",
+    "queue": "queues",
+    "graph": "graphs",
+    "run": "runs",
+    "session": "sessions",
+}
+_ID_PREFIX_OF_KIND = {"session": "sess"}
+"""Kinds whose ids use a shorter prefix than the kind's name."""
 _NAMED_KINDS = ("queue", "graph")
 """Kinds people name for reuse, so their exact name works wherever an id does."""
 _ID_PREFIX = re.compile(r"[a-z0-9-]+")
@@ -38,8 +46,9 @@ def normalized_prefix(kind: str, prefix: str) -> str:
     wanted = prefix.strip().lower()
     if not wanted or not _ID_PREFIX.fullmatch(wanted):
         raise Refused(f"no {kind} matches {prefix!r}")
-    if not wanted.startswith(f"{kind}-") and not f"{kind}-".startswith(wanted):
-        wanted = f"{kind}-{wanted}"
+    id_prefix = _ID_PREFIX_OF_KIND.get(kind, kind)
+    if not wanted.startswith(f"{id_prefix}-") and not f"{id_prefix}-".startswith(wanted):
+        wanted = f"{id_prefix}-{wanted}"
     return wanted
 
 
@@ -152,3 +161,59 @@ def queue_listing(rows: Rows, queue_prefix: str) -> Row:
     queue_id = resolve_id(rows, "queue", queue_prefix)
     (queue,) = rows("SELECT id, name FROM queues WHERE id = :id", {"id": queue_id})
     return {"id": queue["id"], "name": queue["name"], "members": queue_members(rows, queue_id)}
+
+
+UNDELIVERED_STATUSES = ("queued", "delivering", "waiting")
+"""Message statuses still on their way to a session (delivery picks the oldest first)."""
+
+_SESSION_COLUMNS = (
+    "s.id, s.name, s.platform, s.workdir, s.harness_conversation_id, s.status,"
+    " s.transcript_path, s.created_at, s.updated_at, s.closed_at"
+)
+
+
+def session_row_json(row: Row) -> Row:
+    """The JSON shape of a session in listings and answers."""
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "platform": row["platform"],
+        "workdir": row["workdir"],
+        "harness_conversation_id": row["harness_conversation_id"],
+        "status": row["status"],
+        "transcript_path": row["transcript_path"],
+        "queued_messages": int(row["queued_messages"]),
+        "created_at": to_iso(row["created_at"]),
+        "updated_at": to_iso(row["updated_at"]),
+        "closed_at": to_iso(row["closed_at"]),
+    }
+
+
+def _sessions(rows: Rows, clauses: list[str], params: Mapping[str, Any]) -> list[Row]:
+    """Sessions matching every clause, oldest first, with their undelivered-message count."""
+    statuses = {f"undelivered{i}": status for i, status in enumerate(UNDELIVERED_STATUSES)}
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    sql = (
+        f"SELECT {_SESSION_COLUMNS}, COUNT(m.seq) AS queued_messages FROM sessions s"
+        " LEFT JOIN messages m ON m.session_id = s.id"
+        f" AND m.status IN ({', '.join(':' + key for key in statuses)})"
+        f"{where} GROUP BY {_SESSION_COLUMNS} ORDER BY s.created_at, s.id"
+    )
+    return [session_row_json(row) for row in rows(sql, {**params, **statuses})]
+
+
+def list_sessions(
+    rows: Rows, *, include_finished: bool = False, name: str | None = None
+) -> list[Row]:
+    """The live set, oldest first — what ``session list``, the MCP ``session_list`` tool
+    and name-targeted hooks all read — or every session; optionally one name only."""
+    clauses = [] if include_finished else ["s.status = 'live'"]
+    if name is not None:
+        clauses.append("s.name = :name")
+    return _sessions(rows, clauses, {"name": name})
+
+
+def session_by_id(rows: Rows, session_id: str) -> Row | None:
+    """One session's JSON shape, or ``None``."""
+    found = _sessions(rows, ["s.id = :id"], {"id": session_id})
+    return found[0] if found else None

@@ -1,0 +1,458 @@
+"""Interactive sessions and their messages (DESIGN §8): the operations behind
+``canopy session …``, the MCP ``session_list`` tool and interactive hooks.
+
+A session is live (open in Canopy: its messages are delivered) or finished (closed, and
+resumable under the same id). Messages are stored before anything else happens, so a
+prompt is never lost: one that cannot reach its session stays recallable. Delivery
+itself is the daemon's job (``workflows/session_delivery.py``); these operations only
+write the store, and the front ends then wake the session's delivery workflow.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session as Db
+
+from canopy.errors import Refused
+from canopy.ids import new_id
+from canopy.ops.common import one_line, rows_of
+from canopy.ops.notifications import notify
+from canopy.paths import canopy_home
+from canopy.platforms import get_platform
+from canopy.session_names import generated_name
+from canopy.store import queries
+from canopy.store.engine import Store
+from canopy.store.models import InteractiveSession, Message
+from canopy.timefmt import to_iso, utcnow
+from canopy.workdirs import normalize_workdir
+
+LIVE = "live"
+FINISHED = "finished"
+SOURCE_HOOK = "hook"
+SOURCE_PROMPTBUILDER = "promptbuilder"
+SESSION_NOT_FOUND = "session_not_found"
+RECALLABLE_STATUSES = (SESSION_NOT_FOUND, "failed")
+"""Messages that could not be delivered: what ``session recall`` shows."""
+SESSION_NAME_MAX_LENGTH = 200
+PROMPT_MAX_LENGTH = 200_000
+
+
+def session_new(
+    store: Store, platform: str, name: str | None = None, workdir: str | None = None
+) -> dict[str, Any]:
+    """A live session on ``platform`` in ``workdir`` (default: the current directory).
+
+    Its harness conversation starts with the first delivered message. Without a name,
+    one is generated that no live session holds.
+    """
+    get_platform(platform)
+    clean_workdir = _existing_workdir(workdir)
+    clean_name = _clean_name(name) if name is not None else None
+    with store.transaction() as db:
+        return _create(db, platform, clean_workdir, clean_name, conversation_id=None)
+
+
+def session_list(store: Store, include_finished: bool = False) -> dict[str, Any]:
+    """The live sessions (the set name-targeted hooks resolve against), or all of them."""
+    with store.transaction() as db:
+        return {"sessions": queries.list_sessions(rows_of(db), include_finished=include_finished)}
+
+
+def session_get(store: Store, ref: str) -> dict[str, Any]:
+    """One session, live or finished, by id, id prefix or name."""
+    with store.transaction() as db:
+        return _json(db, _find(db, ref, live_only=False).id)
+
+
+def session_close(store: Store, ref: str) -> dict[str, Any]:
+    """Finish a live session. A turn already running completes; messages still queued
+    for it are kept and end up recallable (``session_not_found``) at delivery."""
+    with store.transaction() as db:
+        target = _find(db, ref, live_only=True)
+        now = utcnow()
+        target.status, target.closed_at, target.updated_at = FINISHED, now, now
+        return _json(db, target.id)
+
+
+def session_resume(store: Store, ref: str) -> dict[str, Any]:
+    """Relaunch a finished session: the same id, and the same name unless another live
+    session holds it (then a fresh generated one), so hooks aimed at either still reach it.
+    """
+    with store.transaction() as db:
+        target = _find(db, ref, live_only=False)
+        if target.status == LIVE:
+            raise Refused(f"session {target.id} ({target.name}) is already live")
+        _reopen(db, target)
+        return _json(db, target.id)
+
+
+def session_resume_either(
+    store: Store,
+    ref: str | None,
+    conversation_id: str | None,
+    platform: str | None,
+    workdir: str | None = None,
+) -> dict[str, Any]:
+    """``session resume``: a finished session, or a harness conversation — exactly one."""
+    if (ref is None) == (conversation_id is None):
+        raise Refused("resume needs exactly one of a session or a harness conversation id")
+    if ref is not None:
+        if platform is not None or workdir is not None:
+            raise Refused(
+                "resuming a session takes no platform or workdir: it keeps its own "
+                "(they are for resuming a harness conversation)"
+            )
+        return session_resume(store, ref)
+    if platform is None:
+        raise Refused("resuming a harness conversation needs its platform")
+    assert conversation_id is not None
+    return session_resume_conversation(store, conversation_id, platform, workdir)
+
+
+def session_resume_conversation(
+    store: Store, conversation_id: str, platform: str, workdir: str | None = None
+) -> dict[str, Any]:
+    """Resume a harness conversation by the harness's own id.
+
+    A conversation a Canopy session already drove resumes that session (same id). One
+    Canopy never saw becomes a new session with a fresh id and a fresh generated name:
+    hooks aimed at an old id do not follow it, by design.
+    """
+    clean_id = one_line(conversation_id, "harness conversation id", SESSION_NAME_MAX_LENGTH)
+    adapter = get_platform(platform)
+    clean_workdir = _existing_workdir(workdir)
+    with store.transaction() as db:
+        known = db.scalars(
+            select(InteractiveSession)
+            .where(
+                InteractiveSession.harness_conversation_id == clean_id,
+                InteractiveSession.platform == platform,
+            )
+            .order_by(InteractiveSession.created_at.desc())
+        ).first()
+        if known is not None:
+            if workdir is not None and known.workdir != clean_workdir:
+                raise Refused(
+                    f"conversation {clean_id} belongs to session {known.id} ({known.name}), "
+                    f"which works in {known.workdir}, not {clean_workdir}"
+                )
+            if known.status == LIVE:
+                raise Refused(
+                    f"conversation {clean_id} is already live as session {known.id} ({known.name})"
+                )
+            _reopen(db, known)
+            return _json(db, known.id)
+        listed = adapter.conversations(Path(clean_workdir))
+        if listed is not None and clean_id not in {c.conversation_id for c in listed}:
+            raise Refused(
+                f"{platform} has no conversation {clean_id!r} in {clean_workdir}; "
+                f"`canopy session conversations --platform {platform}` lists them"
+            )
+        return _create(db, platform, clean_workdir, None, conversation_id=clean_id)
+
+
+def harness_conversations(
+    store: Store, platform: str, workdir: str | None = None
+) -> dict[str, Any]:
+    """The harness's own conversations in ``workdir``, newest first, each with the Canopy
+    session that drives it (``None``: one Canopy never saw)."""
+    adapter = get_platform(platform)
+    clean_workdir = _existing_workdir(workdir)
+    listed = adapter.conversations(Path(clean_workdir))
+    if listed is None:
+        raise Refused(f"platform {platform!r} cannot list its conversations")
+    with store.transaction() as db:
+        rows = db.execute(
+            select(InteractiveSession.harness_conversation_id, InteractiveSession.id).where(
+                InteractiveSession.platform == platform,
+                InteractiveSession.harness_conversation_id.in_([c.conversation_id for c in listed]),
+            )
+        )
+        owners = {conversation: session_id for conversation, session_id in rows}
+    return {
+        "platform": platform,
+        "workdir": clean_workdir,
+        "conversations": [
+            {
+                "conversation_id": c.conversation_id,
+                "workdir": c.workdir,
+                "started_at": to_iso(c.started_at),
+                "updated_at": to_iso(c.updated_at),
+                "title": c.title,
+                "session_id": owners.get(c.conversation_id),
+            }
+            for c in listed
+        ],
+    }
+
+
+def session_send(store: Store, ref: str, prompt: str) -> dict[str, Any]:
+    """Queue a prompt for a live session, as the prompt builder does; delivery follows."""
+    clean_prompt = _clean_prompt(prompt)
+    with store.transaction() as db:
+        target = _find(db, ref, live_only=True)
+        message = _add_message(
+            db, clean_prompt, session_id=target.id, status="queued", source=SOURCE_PROMPTBUILDER
+        )
+        return message_json(message)
+
+
+def session_recall(store: Store, ref: str | None = None) -> dict[str, Any]:
+    """Messages that could not be delivered, oldest first (all, or one session's)."""
+    with store.transaction() as db:
+        query = select(Message).where(Message.status.in_(RECALLABLE_STATUSES))
+        if ref is not None:
+            query = query.where(Message.session_id == _find(db, ref, live_only=False).id)
+        return {"messages": [message_json(m) for m in db.scalars(query.order_by(Message.seq))]}
+
+
+def message_get(store: Store, message_id: str) -> dict[str, Any]:
+    """One message with its provenance and delivery record."""
+    with store.transaction() as db:
+        message = db.scalar(select(Message).where(Message.id == message_id))
+        if message is None:
+            raise Refused(f"no message {message_id!r}")
+        return message_json(message)
+
+
+# ----------------------------------------------------------------- interactive hooks
+
+
+def enqueue_hook_message(
+    db: Db,
+    prompt: str,
+    *,
+    target_session_id: str | None,
+    target_session_name: str | None,
+    graph_id: str,
+    run_id: str,
+    event: str,
+    hook_run_id: int,
+) -> Message:
+    """Queue a rendered hook prompt for its target, resolved now against the live set.
+
+    A target that does not resolve gives a message with status ``session_not_found``
+    and the reason in ``error`` (the hook run fails with that reason); the prompt is
+    kept, recallable, with a notification, so nothing a hook meant to say is lost.
+    """
+    provenance: dict[str, Any] = {
+        "source": SOURCE_HOOK,
+        "graph_id": graph_id,
+        "run_id": run_id,
+        "event": event,
+        "target_name": target_session_name,
+        "hook_run_id": hook_run_id,
+    }
+    try:
+        session_id = (
+            live_session_by_id(db, target_session_id)
+            if target_session_id is not None
+            else live_session_by_name(db, target_session_name or "")
+        )
+    except Refused as refusal:
+        kept = _add_message(
+            db,
+            prompt,
+            session_id=target_session_id,
+            status=SESSION_NOT_FOUND,
+            error=refusal.message,
+            **provenance,
+        )
+        notify(
+            db,
+            SESSION_NOT_FOUND,
+            f"{kept.id} from a {event} hook of {graph_id}: {refusal.message}; the prompt is "
+            "kept (canopy session recall)",
+            target_session_id,
+            kept.id,
+        )
+        return kept
+    return _add_message(db, prompt, session_id=session_id, status="queued", **provenance)
+
+
+def live_session_by_id(db: Db, session_id: str) -> str:
+    """The live session with exactly this id; refuses naming the id otherwise."""
+    found = db.get(InteractiveSession, session_id)
+    if found is None:
+        raise Refused(
+            f"session {session_id} not found: no session has this id (a harness conversation "
+            "resumed outside Canopy's sessions gets a new id; target the session by name to "
+            "follow it)"
+        )
+    if found.status != LIVE:
+        raise Refused(
+            f"session {session_id} is finished; resume it with `canopy session resume {session_id}`"
+        )
+    return found.id
+
+
+def live_session_by_name(db: Db, name: str) -> str:
+    """The one live session called ``name``, resolved fresh against the live set."""
+    matches = [row["id"] for row in queries.list_sessions(rows_of(db), name=name)]
+    if not matches:
+        raise Refused(f"no live session is named {name!r}")
+    if len(matches) > 1:
+        raise Refused(
+            f"{len(matches)} live sessions are named {name!r}: {', '.join(matches)}; "
+            "target one by id"
+        )
+    return str(matches[0])
+
+
+# ------------------------------------------------------------------------ shapes
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    """A message: its prompt, provenance (as structure) and delivery record."""
+    return {
+        "id": message.id,
+        "session_id": message.session_id,
+        "prompt": message.prompt,
+        "status": message.status,
+        "error": message.error,
+        "provenance": {
+            "source": message.source,
+            "graph_id": message.graph_id,
+            "run_id": message.run_id,
+            "event": message.event,
+            "target_name": message.target_name,
+            "hook_run_id": message.hook_run_id,
+        },
+        "delivery": {
+            "session_id": message.delivered_session_id,
+            "delivered_at": to_iso(message.delivered_at),
+            "attempts": message.attempts,
+            "retry_at": to_iso(message.retry_at),
+            "log_path": message.log_path,
+        },
+        "created_at": to_iso(message.created_at),
+    }
+
+
+# ----------------------------------------------------------------------- helpers
+
+
+def _json(db: Db, session_id: str) -> dict[str, Any]:
+    db.flush()
+    found = queries.session_by_id(rows_of(db), session_id)
+    assert found is not None
+    return found
+
+
+def _find(db: Db, ref: str, *, live_only: bool) -> InteractiveSession:
+    """A session by exact id, name or unique id prefix; a name must pick one candidate
+    (live sessions when ``live_only``, else any)."""
+    wanted = ref.strip()
+    found = db.get(InteractiveSession, wanted) or _by_name(db, wanted, live_only)
+    if found is None:
+        found = db.get_one(InteractiveSession, queries.resolve_id(rows_of(db), "session", wanted))
+    if live_only and found.status != LIVE:
+        raise Refused(
+            f"session {found.id} ({found.name}) is finished; resume it with "
+            f"`canopy session resume {found.id}`"
+        )
+    return found
+
+
+def _by_name(db: Db, name: str, live_only: bool) -> InteractiveSession | None:
+    """The one candidate session called ``name``; a finished one is returned (to be
+    refused by name) only when no live session has the name."""
+    rows = rows_of(db)
+    if live_only:
+        live = queries.list_sessions(rows, name=name)
+        named = live or queries.list_sessions(rows, include_finished=True, name=name)[-1:]
+    else:
+        named = queries.list_sessions(rows, include_finished=True, name=name)
+    if len(named) > 1:
+        ids = ", ".join(row["id"] for row in named)
+        raise Refused(f"session name {name!r} is ambiguous: {ids}; use an id")
+    return db.get(InteractiveSession, named[0]["id"]) if named else None
+
+
+def _live_names(db: Db) -> set[str]:
+    return {row["name"] for row in queries.list_sessions(rows_of(db))}
+
+
+def _reopen(db: Db, target: InteractiveSession) -> None:
+    """Make a finished session live again, renaming it only if its name is taken."""
+    if target.name in _live_names(db):
+        target.name = generated_name(_live_names(db))
+    target.status, target.closed_at, target.updated_at = LIVE, None, utcnow()
+
+
+def _create(
+    db: Db, platform: str, workdir: str, name: str | None, *, conversation_id: str | None
+) -> dict[str, Any]:
+    session_id = new_id("sess")
+    now = utcnow()
+    db.add(
+        InteractiveSession(
+            id=session_id,
+            name=name or generated_name(_live_names(db)),
+            platform=platform,
+            workdir=workdir,
+            harness_conversation_id=conversation_id,
+            status=LIVE,
+            transcript_path=str(canopy_home() / "sessions" / session_id / "transcript.jsonl"),
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    return _json(db, session_id)
+
+
+def _add_message(
+    db: Db,
+    prompt: str,
+    *,
+    session_id: str | None,
+    status: str,
+    source: str,
+    error: str | None = None,
+    graph_id: str | None = None,
+    run_id: str | None = None,
+    event: str | None = None,
+    target_name: str | None = None,
+    hook_run_id: int | None = None,
+) -> Message:
+    message = Message(
+        id=new_id("msg"),
+        session_id=session_id,
+        prompt=prompt,
+        source=source,
+        graph_id=graph_id,
+        run_id=run_id,
+        event=event,
+        target_name=target_name,
+        hook_run_id=hook_run_id,
+        status=status,
+        error=error,
+        attempts=0,
+        created_at=utcnow(),
+    )
+    db.add(message)
+    db.flush()
+    return message
+
+
+def _existing_workdir(workdir: str | None) -> str:
+    """An absolute path to an existing directory (default: the current one)."""
+    clean = normalize_workdir(workdir if workdir is not None else ".")
+    if not Path(clean).is_dir():
+        raise Refused(f"workdir {clean} is not an existing directory")
+    return clean
+
+
+def _clean_name(name: str) -> str:
+    return one_line(name, "session name", SESSION_NAME_MAX_LENGTH)
+
+
+def _clean_prompt(prompt: str) -> str:
+    if not prompt.strip():
+        raise Refused("prompt must not be empty")
+    if len(prompt) > PROMPT_MAX_LENGTH:
+        raise Refused(f"prompt is {len(prompt)} characters long; the limit is {PROMPT_MAX_LENGTH}")
+    return prompt

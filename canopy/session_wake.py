@@ -1,0 +1,120 @@
+"""Handing queued messages to the daemon: signal-with-start of a session's delivery workflow.
+
+Whoever enqueues a message (``session send``, an interactive hook) wakes the session's
+workflow; the daemon wakes every session with undelivered messages when it starts, so a
+message queued while Temporal was unreachable still goes out. temporalio is imported
+lazily, as in :mod:`canopy.temporal_client`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+
+from canopy import temporal_client
+from canopy.errors import Refused
+from canopy.ops.runs import run_tuning
+from canopy.ops.sessions import message_get, session_resume_either, session_send
+from canopy.sessionmodels import (
+    SESSION_DELIVERY_WORKFLOW,
+    SIGNAL_WAKE,
+    SessionDeliveryInput,
+    session_workflow_id,
+)
+from canopy.store.engine import Store
+from canopy.store.models import Message
+from canopy.store.queries import UNDELIVERED_STATUSES
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+POLL_SECONDS = 0.2
+
+
+async def wake_session(client: Client, session_id: str) -> None:
+    """Start the session's delivery workflow, or signal it if it is already running."""
+    start = SessionDeliveryInput(
+        session_id=session_id,
+        agents_task_queue=temporal_client.agents_task_queue(),
+        **{k: v for k, v in run_tuning().items() if k == "heartbeat_timeout_seconds"},
+    )
+    await client.start_workflow(
+        SESSION_DELIVERY_WORKFLOW,
+        start,
+        id=session_workflow_id(session_id),
+        task_queue=temporal_client.MAIN_TASK_QUEUE,
+        start_signal=SIGNAL_WAKE,
+        static_summary=f"messages of session {session_id}",
+    )
+
+
+async def wake_pending_sessions(client: Client, store: Store) -> list[str]:
+    """Wake every session that has undelivered messages; their ids."""
+    with store.transaction() as db:
+        session_ids = list(
+            db.scalars(
+                select(Message.session_id)
+                .where(Message.status.in_(UNDELIVERED_STATUSES), Message.session_id.is_not(None))
+                .distinct()
+            )
+        )
+    for session_id in session_ids:
+        if session_id is not None:
+            await wake_session(client, session_id)
+    return [s for s in session_ids if s is not None]
+
+
+async def send_message(store: Store, ref: str, prompt: str) -> dict[str, Any]:
+    """``session send``: store the message, then hand it to the daemon.
+
+    The message is stored first; if Temporal cannot be reached it stays queued (a
+    ``warning`` says so) and goes out when the daemon next starts.
+    """
+    message = session_send(store, ref, prompt)
+    return await _handed_over(message, message["session_id"])
+
+
+async def resume_session(
+    store: Store,
+    ref: str | None,
+    conversation_id: str | None,
+    platform: str | None,
+    workdir: str | None,
+) -> dict[str, Any]:
+    """``session resume``: reopen the session, then hand the daemon any messages still
+    queued for it from before it was closed."""
+    resumed = session_resume_either(store, ref, conversation_id, platform, workdir)
+    if not resumed["queued_messages"]:
+        return resumed
+    return await _handed_over(resumed, resumed["id"])
+
+
+async def _handed_over(answer: dict[str, Any], session_id: str) -> dict[str, Any]:
+    """``answer``, after waking the session's delivery; with a ``warning`` if Temporal
+    could not be reached (the messages stay queued until the daemon next starts)."""
+    try:
+        await wake_session(await temporal_client.connect(), session_id)
+    except Refused as unreachable:
+        return {
+            **answer,
+            "warning": (
+                f"stored as queued, but not handed to the daemon yet ({unreachable}); it is "
+                "delivered when the worker starts"
+            ),
+        }
+    return answer
+
+
+async def wait_for_delivery(store: Store, message_id: str, timeout: float) -> dict[str, Any]:
+    """Wait until the message has left the queue (delivered or not); refuse on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        message = message_get(store, message_id)
+        if message["status"] not in UNDELIVERED_STATUSES:
+            return message
+        if time.monotonic() >= deadline:
+            raise Refused(f"message {message_id} is still {message['status']} after {timeout:g} s")
+        await asyncio.sleep(POLL_SECONDS)

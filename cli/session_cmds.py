@@ -1,0 +1,137 @@
+"""``canopy session …`` and ``canopy notifications``: interactive sessions (DESIGN §8)."""
+
+import asyncio
+from typing import Annotated
+
+import typer
+
+from canopy.ops import notifications
+from canopy.ops import sessions as ops
+from canopy.store.engine import open_store
+from cli import session_views as views
+from cli.options import JsonFlag
+from cli.render import emit
+
+app = typer.Typer(no_args_is_help=True)
+
+SessionRef = Annotated[str, typer.Argument(help="Session id, id prefix or name.")]
+Platform = Annotated[str, typer.Option("--platform", help="Harness platform (claude, codex…).")]
+Workdir = Annotated[
+    str | None, typer.Option("--workdir", help="Working directory (default: the current one).")
+]
+
+
+@app.command("list")
+def list_sessions(
+    include_finished: Annotated[
+        bool, typer.Option("--all", help="Include finished sessions.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """List live sessions (the set name-targeted hooks resolve against), or --all."""
+    result = ops.session_list(open_store(), include_finished)
+    emit(result, as_json, lambda: views.show_sessions(result))
+
+
+@app.command("get")
+def get(session: SessionRef, as_json: JsonFlag = False) -> None:
+    """Show one session, live or finished."""
+    result = ops.session_get(open_store(), session)
+    emit(result, as_json, lambda: views.show_session(result))
+
+
+@app.command("new")
+def new(
+    platform: Platform,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Session name (default: generated).")
+    ] = None,
+    workdir: Workdir = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Open a live session; its harness conversation starts with the first message."""
+    result = ops.session_new(open_store(), platform, name=name, workdir=workdir)
+    emit(result, as_json, lambda: views.show_session(result))
+
+
+@app.command("send")
+def send(
+    session: SessionRef,
+    prompt: Annotated[str, typer.Argument(help="The prompt to deliver.")],
+    wait: Annotated[
+        float | None,
+        typer.Option("--wait", help="Wait up to S seconds for the delivery to finish."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Queue a prompt for a live session; the daemon delivers it as the session's next turn."""
+    from canopy.session_wake import send_message, wait_for_delivery
+
+    store = open_store()
+    result = asyncio.run(send_message(store, session, prompt))
+    if wait is not None and "warning" not in result:  # no daemon has it: nothing to wait for
+        result = asyncio.run(wait_for_delivery(store, result["id"], wait))
+    emit(result, as_json, lambda: views.show_message(result))
+
+
+@app.command("close")
+def close(session: SessionRef, as_json: JsonFlag = False) -> None:
+    """Finish a live session (it can be resumed later under the same id)."""
+    result = ops.session_close(open_store(), session)
+    emit(result, as_json, lambda: views.show_session(result))
+
+
+@app.command("resume")
+def resume(
+    session: Annotated[
+        str | None, typer.Argument(help="A finished session's id, id prefix or name.")
+    ] = None,
+    conversation: Annotated[
+        str | None,
+        typer.Option(
+            "--harness-conversation", help="Resume this conversation from the harness's own list."
+        ),
+    ] = None,
+    platform: Annotated[
+        str | None, typer.Option("--platform", help="The conversation's platform.")
+    ] = None,
+    workdir: Workdir = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Relaunch a finished session (same id), or a harness conversation by its own id."""
+    from canopy.session_wake import resume_session
+
+    result = asyncio.run(resume_session(open_store(), session, conversation, platform, workdir))
+    emit(result, as_json, lambda: views.show_session(result))
+
+
+@app.command("conversations")
+def conversations(platform: Platform, workdir: Workdir = None, as_json: JsonFlag = False) -> None:
+    """List the harness's own conversations in a workdir, with their Canopy session if any."""
+    result = ops.harness_conversations(open_store(), platform, workdir)
+    emit(result, as_json, lambda: views.show_conversations(result))
+
+
+@app.command("recall")
+def recall(
+    session: Annotated[str | None, typer.Argument(help="Only this session's.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Show the messages that could not be delivered, with their full prompts."""
+    result = ops.session_recall(open_store(), session)
+    emit(result, as_json, lambda: views.show_messages(result))
+
+
+def notifications_command(
+    limit: Annotated[int, typer.Option("--limit", help="How many, newest first.")] = 50,
+    as_json: JsonFlag = False,
+) -> None:
+    """What went wrong while nobody watched: undeliverable messages, failed deliveries."""
+    result = notifications.notifications_list(open_store(), limit)
+    emit(result, as_json, lambda: views.show_notifications(result))
+
+
+def register(root: typer.Typer) -> None:
+    """Add ``session`` and ``notifications`` to the root app."""
+    root.add_typer(app, name="session", help="Interactive sessions and their messages.")
+    root.command("notifications")(notifications_command)
