@@ -19,6 +19,7 @@ from sqlalchemy import select
 from temporalio import activity
 
 from activities.turns import TurnEnd, TurnFiles, TurnLaunchError, run_turn
+from canopy import temporal_client
 from canopy.errors import Refused
 from canopy.ops.notifications import notify
 from canopy.ops.sessions import LIVE, SESSION_NOT_FOUND, message_json
@@ -56,15 +57,20 @@ async def next_message(session_id: str) -> NextMessage | None:
     for when a usage limit held it back (the workflow's timer does the waiting)."""
     with open_store().transaction() as db:
         found = db.execute(
-            select(Message.id, Message.retry_at)
+            select(Message.id, Message.retry_at, InteractiveSession.host)
+            .join(InteractiveSession, InteractiveSession.id == Message.session_id)
             .where(Message.session_id == session_id, Message.status.in_(UNDELIVERED_STATUSES))
             .order_by(Message.seq)
             .limit(1)
         ).first()
     if found is None:
         return None
-    message_id, retry_at = found
-    return NextMessage(message_id=message_id, retry_at=as_utc(retry_at) if retry_at else None)
+    message_id, retry_at, host = found
+    return NextMessage(
+        message_id=message_id,
+        agents_task_queue=temporal_client.agents_task_queue(host),
+        retry_at=as_utc(retry_at) if retry_at else None,
+    )
 
 
 @activity.defn

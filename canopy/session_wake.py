@@ -38,7 +38,6 @@ async def wake_session(client: Client, session_id: str) -> None:
     """Start the session's delivery workflow, or signal it if it is already running."""
     start = SessionDeliveryInput(
         session_id=session_id,
-        agents_task_queue=temporal_client.agents_task_queue(),
         **{k: v for k, v in run_tuning().items() if k == "heartbeat_timeout_seconds"},
     )
     await client.start_workflow(

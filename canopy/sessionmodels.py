@@ -23,14 +23,18 @@ class SessionDeliveryInput(BaseModel):
     """Everything a session's delivery workflow needs (also across continue-as-new)."""
 
     session_id: str
-    agents_task_queue: str
     heartbeat_timeout_seconds: int = 30
 
 
 class NextMessage(BaseModel):
-    """The next message to deliver; ``retry_at`` when a usage limit holds it until then."""
+    """The next message to deliver; ``retry_at`` when a usage limit holds it until then.
+
+    ``agents_task_queue`` is that of the session's host, where its workdir is: whoever
+    woke the workflow, the turn runs there.
+    """
 
     message_id: str
+    agents_task_queue: str
     retry_at: datetime | None = None
 
 

@@ -8,6 +8,7 @@ the config file's ``executable`` override.
 
 import asyncio
 import contextlib
+import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -116,6 +117,21 @@ async def worker_for(
     finally:
         await asyncio.gather(*(w.shutdown() for w in workers))
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@pytest.fixture
+def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the fake agent records each launch (``$FAKE_AGENT_RECORD``) in this test."""
+    path = tmp_path / "agent-record.jsonl"
+    monkeypatch.setenv("FAKE_AGENT_RECORD", str(path))
+    return path
+
+
+def agent_runs(record: Path) -> list[dict[str, Any]]:
+    """The fake agent's launches so far, oldest first (argv, prompt, session, resumed…)."""
+    if not record.exists():
+        return []
+    return [json.loads(line) for line in record.read_text().splitlines()]
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ finish with every spec completed exactly once.
 """
 
 import asyncio
-import json
 import os
 import signal
 import subprocess
@@ -27,7 +26,7 @@ from canopy.store.models import NodeRun, RunSpec
 from canopy.transcripts import read_turns
 from tests.conftest import body
 from tests.daemons import free_ports, stop_recorded_daemons
-from tests.engine import FAKE_AGENT, fake_node, git
+from tests.engine import FAKE_AGENT, agent_runs, fake_node, git
 
 pytestmark = pytest.mark.server
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,12 +105,6 @@ def daemons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons
         yield running
     finally:
         running.stop()
-
-
-def agent_runs(record: Path) -> list[dict[str, Any]]:
-    if not record.exists():
-        return []
-    return [json.loads(line) for line in record.read_text().splitlines()]
 
 
 def setup_queue_run(store: Store, repo: Path, sleep: float) -> tuple[str, list[str]]:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from canopy.errors import Refused
 from canopy.platforms import Platform, UsageLimit, clamp_reset, get_platform, platform_names
+from tests.engine import agent_runs
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 # 12:00 in New York (EST, UTC-5), 01:00 the next day in Shanghai.
@@ -613,10 +614,6 @@ def run_agent(
     return Run(done.returncode, done.stdout, done.stderr, session_id, limit)
 
 
-def records(path: Path) -> list[dict[str, object]]:
-    return [json.loads(text) for text in path.read_text().splitlines()]
-
-
 def git_repo(path: Path) -> Path:
     path.mkdir()
     subprocess.run(["git", "init", "-q", str(path)], check=True)
@@ -639,7 +636,7 @@ def test_fake_agent_speaks_each_format(name: str, home: Path, tmp_path: Path) ->
     )
     assert run.code == 0, run.stderr
     assert run.limit is None
-    (entry,) = records(record)
+    (entry,) = agent_runs(record)
     assert entry["format"] == name
     assert entry["prompt"] == prompt
     assert entry["resumed"] is None
@@ -663,7 +660,7 @@ def test_fake_agent_resume_keeps_the_session(name: str, home: Path, tmp_path: Pa
     )
     assert run.code == 0, run.stderr
     assert run.session_id == "sess-42"
-    assert records(record)[0]["resumed"] == "sess-42"
+    assert agent_runs(record)[0]["resumed"] == "sess-42"
 
 
 @pytest.mark.parametrize("name", HARNESSES)

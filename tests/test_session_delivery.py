@@ -22,7 +22,7 @@ from canopy.store.engine import Store
 from canopy.store.models import HookRun
 from canopy.transcripts import read_turns
 from tests.conftest import make_specs, snapshot
-from tests.engine import FAKE_AGENT, eventually
+from tests.engine import FAKE_AGENT, agent_runs, eventually
 
 pytestmark = pytest.mark.server
 TIMEOUT = 60.0
@@ -31,17 +31,6 @@ TIMEOUT = 60.0
 @pytest.fixture
 def store(home_store: Store) -> Store:
     return home_store
-
-
-@pytest.fixture
-def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "agent-record.jsonl"
-    monkeypatch.setenv("FAKE_AGENT_RECORD", str(path))
-    return path
-
-
-def agent_runs(record: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
 
 
 async def deliver(store: Store, session: str, prompt: str) -> dict[str, Any]:

@@ -3,7 +3,6 @@ reset passes in moments, then the spec re-runs from the blocked node, resuming i
 harness session; ensembles fail over to their next member."""
 
 import asyncio
-import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,21 +16,10 @@ from canopy.store.engine import Store
 from canopy.store.models import NodeRun, Run
 from canopy.timefmt import utcnow
 from tests.conftest import body
-from tests.engine import FAKE_AGENT
+from tests.engine import FAKE_AGENT, agent_runs
 
 pytestmark = pytest.mark.server
 TIMEOUT = 60.0
-
-
-@pytest.fixture
-def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "record.jsonl"
-    monkeypatch.setenv("FAKE_AGENT_RECORD", str(path))
-    return path
-
-
-def launches(record: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in record.read_text().splitlines()]
 
 
 def node_runs(store: Store) -> list[tuple[str | None, str]]:
@@ -88,7 +76,7 @@ async def test_a_limit_blocked_spec_waits_out_the_reset_then_resumes_its_session
     await time_skipping.sleep(timedelta(hours=5, minutes=1))
     settled = await runs.wait_until_settled(home_store, graph, TIMEOUT)
     assert settled["status"] == "completed"
-    first, second = launches(record)
+    first, second = agent_runs(record)
     assert second["resumed"] == first["session_id"]
     assert node_runs(home_store) == [(platform, "limit_blocked"), (platform, "succeeded")]
     assert graphs.graph_get(home_store, graph)["scheduled_resume_at"] is None

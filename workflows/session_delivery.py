@@ -7,7 +7,7 @@ workflow ran is never skipped. When nothing is left the workflow ends; the next 
 starts it again. A usage limit waits on a durable timer and retries the same message.
 """
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -63,17 +63,16 @@ class SessionDelivery:
                 if self._woken:
                     continue
                 return handled
-            await self._deliver(start, upcoming.message_id, upcoming.retry_at)
+            await self._deliver(start, upcoming)
             handled += 1
             if handled >= MESSAGES_PER_EXECUTION or workflow.info().is_continue_as_new_suggested():
                 workflow.continue_as_new(start)
 
-    async def _deliver(
-        self, start: SessionDeliveryInput, message_id: str, retry_at: datetime | None
-    ) -> None:
+    async def _deliver(self, start: SessionDeliveryInput, upcoming: NextMessage) -> None:
         """Deliver one message, waiting out usage limits (from ``retry_at`` when one held
         it already); a delivery that keeps failing is recorded as failed (recallable) so
         the messages behind it still go."""
+        message_id, retry_at = upcoming.message_id, upcoming.retry_at
         while True:
             if retry_at is not None:
                 workflow.set_current_details(
@@ -85,7 +84,7 @@ class SessionDelivery:
                 outcome: DeliveryOutcome = await workflow.execute_activity(
                     delivery.deliver_message,
                     message_id,
-                    task_queue=start.agents_task_queue,
+                    task_queue=upcoming.agents_task_queue,
                     start_to_close_timeout=TURN_TIMEOUT,
                     heartbeat_timeout=timedelta(seconds=start.heartbeat_timeout_seconds),
                     retry_policy=TURN_RETRY,

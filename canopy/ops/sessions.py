@@ -10,6 +10,7 @@ write the store, and the front ends then wake the session's delivery workflow.
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -394,6 +395,7 @@ def _create(
             name=name or generated_name(_live_names(db)),
             platform=platform,
             workdir=workdir,
+            host=socket.gethostname(),
             harness_conversation_id=conversation_id,
             status=LIVE,
             transcript_path=str(canopy_home() / "sessions" / session_id / "transcript.jsonl"),

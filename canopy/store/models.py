@@ -215,6 +215,8 @@ class InteractiveSession(Base):
     name: Mapped[str] = mapped_column(String(200))
     platform: Mapped[str] = mapped_column(String(64))
     workdir: Mapped[str] = mapped_column(String(4096))
+    host: Mapped[str] = mapped_column(String(255))
+    """The machine holding the workdir: turns run on its agents task queue."""
     harness_conversation_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     status: Mapped[str] = mapped_column(String(16))
     transcript_path: Mapped[str] = mapped_column(String(4096))

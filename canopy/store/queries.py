@@ -167,7 +167,7 @@ UNDELIVERED_STATUSES = ("queued", "delivering", "waiting")
 """Message statuses still on their way to a session (delivery picks the oldest first)."""
 
 _SESSION_COLUMNS = (
-    "s.id, s.name, s.platform, s.workdir, s.harness_conversation_id, s.status,"
+    "s.id, s.name, s.platform, s.workdir, s.host, s.harness_conversation_id, s.status,"
     " s.transcript_path, s.created_at, s.updated_at, s.closed_at"
 )
 
@@ -179,6 +179,7 @@ def session_row_json(row: Row) -> Row:
         "name": row["name"],
         "platform": row["platform"],
         "workdir": row["workdir"],
+        "host": row["host"],
         "harness_conversation_id": row["harness_conversation_id"],
         "status": row["status"],
         "transcript_path": row["transcript_path"],

@@ -20,6 +20,7 @@ def upgrade() -> None:
         sa.Column("name", sa.String(length=200), nullable=False),
         sa.Column("platform", sa.String(length=64), nullable=False),
         sa.Column("workdir", sa.String(length=4096), nullable=False),
+        sa.Column("host", sa.String(length=255), nullable=False),
         sa.Column("harness_conversation_id", sa.String(length=200), nullable=True),
         sa.Column("status", sa.String(length=16), nullable=False),
         sa.Column("transcript_path", sa.String(length=4096), nullable=False),
