@@ -190,6 +190,10 @@ def test_store_commands_never_import_temporalio(home: Path) -> None:
         ("spec", "list", "--status", "pending"),
         ("queue", "create", "q"),
         ("spec", "create", "--name", "x", "--body", body()),
+        ("session", "new", "--platform", "claude", "--name", "s", "--workdir", str(home)),
+        ("session", "list"),
+        ("session", "recall"),
+        ("notifications",),
     ):
         result = ok(run_canopy(home, *args, python_flags=("-X", "importtime")))
         assert "temporalio" not in imported_modules(result), args

@@ -263,6 +263,8 @@ async def test_session_tools_answer_and_refuse_as_the_cli(
             pair("session list --all", "session_list", action="list", include_finished=True),
             pair("session get pair", "session", action="get", session_id="pair"),
             pair("session recall", "session", action="recall"),
+            pair(f"session conversations --platform claude --workdir {work}", "session",
+                 action="conversations", platform="claude", workdir=str(work)),
             # refusals
             pair(f"session new --platform nope --workdir {work}", "session", action="new",
                  platform="nope", workdir=str(work)),
@@ -284,6 +286,8 @@ async def test_session_tools_answer_and_refuse_as_the_cli(
             else:
                 assert code == 1, (args, err)
                 assert result.is_error and err == f"error: {text_of(result)}\n", args
+        resumed = await ok(client, "session", action="resume", session_id=other["id"])
+        assert (resumed["id"], resumed["status"]) == (other["id"], "live")
 
 
 async def test_session_send_is_delivered_by_the_daemon(
@@ -584,6 +588,7 @@ async def test_canopy_mcp_serves_over_stdio(tmp_path: Path) -> None:
             {key: created[key] for key in SHORT_SPEC_KEYS}
         ]
         assert await refused(client, "spec", action="get", spec_id="zzz") == "no spec matches 'zzz'"
+        assert await ok(client, "session_list", action="list") == {"sessions": []}
 
 
 def test_other_commands_do_not_import_the_mcp_sdk() -> None:
