@@ -5,7 +5,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install demo test lint typecheck pytest bench bench-dispatch constraints clean
+.PHONY: install demo test lint typecheck pytest bench bench-dispatch bench-delivery constraints clean
 
 $(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
@@ -35,6 +35,9 @@ bench: install
 
 bench-dispatch: install
 	$(PY) -m bench.dispatch_overhead
+
+bench-delivery: install
+	$(PY) -m bench.delivery_overhead
 
 # Re-pin after changing dependencies in pyproject.toml.
 constraints: install

@@ -32,7 +32,7 @@ from temporalio import activity
 
 from activities import turn_runner
 
-POLL_SECONDS = 0.2
+HEARTBEAT_SECONDS = 1.0
 LOST = (
     "the turn's process was lost before it finished (was the machine restarted?); it was "
     "not sent again, to avoid a duplicate"
@@ -133,10 +133,15 @@ def _ended(files: TurnFiles) -> TurnEnd | None:
     return None
 
 
-def _running(files: TurnFiles) -> bool:
+def _released(files: TurnFiles) -> None:
+    """Block until nobody holds the turn's lock (the runner has exited), then let go.
+
+    Runs in a thread; the lock is dropped at once, so a waiter abandoned by a cancelled
+    activity never keeps a turn looking alive.
+    """
     fd = os.open(files.lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        return not _locked_by_us(fd)
+        fcntl.flock(fd, fcntl.LOCK_EX)
     finally:
         os.close(fd)
 
@@ -144,17 +149,23 @@ def _running(files: TurnFiles) -> bool:
 async def _wait(files: TurnFiles, timeout_minutes: float) -> TurnEnd:
     """Heartbeat until the runner lets go of the lock; kill the turn past its deadline.
 
-    Cancellation (a worker shutting down) leaves the turn running for the next attempt.
+    The wait is a blocking lock in a thread, so a turn's end is seen at once, not at the
+    next poll. Cancellation (a worker shutting down) leaves the turn running for the next
+    attempt.
     """
     deadline = files.started.stat().st_mtime + timeout_minutes * 60
-    while _running(files):
+    released = asyncio.ensure_future(asyncio.to_thread(_released, files))
+    timed_out = False
+    while not released.done():
         activity.heartbeat({"turn": str(files.directory)})
-        if time.time() > deadline:
+        if not timed_out and time.time() > deadline:
             _kill(files)
-            return TurnEnd(
-                None, f"the turn ran longer than {timeout_minutes:g} minutes and was stopped"
-            )
-        await asyncio.sleep(POLL_SECONDS)
+            timed_out = True
+        await asyncio.wait({released}, timeout=HEARTBEAT_SECONDS)
+    if timed_out:
+        return TurnEnd(
+            None, f"the turn ran longer than {timeout_minutes:g} minutes and was stopped"
+        )
     return _ended(files) or TurnEnd(None, LOST)
 
 
