@@ -309,6 +309,9 @@ async def test_a_terminated_workflow_is_flagged_refused_and_reset_in_the_store(
         "in Temporal; nothing will move it on: reset it: canopy graph reset build"
     )
     assert graphs.graph_list(store)[0]["status"] == "running", "list stays store-only"
+    with pytest.raises(Refused) as waited:  # at once, not after the timeout
+        await asyncio.wait_for(runs.wait_until_settled(store, graph, 600), 30)
+    assert str(waited.value) == warning
 
     with pytest.raises(Refused) as refusal:
         await control.graph_pause(store, graph)

@@ -480,10 +480,27 @@ async def consistency_warning(info: Mapping[str, Any]) -> str | None:
     handle = client.get_workflow_handle(run["workflow_id"])
     gone = await _workflow_gone(handle)
     if gone is not None:
-        return f"{ahead} its workflow {run['workflow_id']} {gone}; nothing will move it on: {reset}"
+        return gone_warning(info["name"], run["workflow_id"], gone)
     if _store_shows_progress(info, run["id"]):
         return None
     return await _query_warning(handle, ahead, run["workflow_id"])
+
+
+def gone_warning(name: str, workflow_id: str, gone: str) -> str:
+    """The warning for a graph whose workflow is gone while the store says running."""
+    return (
+        f"graph {name} is running in the store, but its workflow {workflow_id} {gone}; "
+        f"nothing will move it on: reset it: canopy graph reset {shlex.quote(name)}"
+    )
+
+
+async def workflow_gone(workflow_id: str) -> str | None:
+    """How the workflow is gone, or ``None`` if it runs or Temporal cannot be asked."""
+    try:
+        client = await asyncio.wait_for(temporal_client.connect(), CONNECT_TIMEOUT_SECONDS)
+    except (Refused, TimeoutError):
+        return None
+    return await _workflow_gone(client.get_workflow_handle(workflow_id))
 
 
 async def _workflow_gone(handle: WorkflowHandle[Any, Any]) -> str | None:

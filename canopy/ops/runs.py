@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 from canopy import temporal_client
 from canopy.errors import Refused
 from canopy.ids import new_id
+from canopy.ops import control
 from canopy.ops.common import rows_of
 from canopy.runmodels import RunInput
 from canopy.statuses import ACTIVE_RUN_STATUSES
@@ -27,6 +28,8 @@ from canopy.workdirs import normalize_workdir
 from canopy.worktree import describe_dirty, require_work_tree, worktree_state
 
 WORKFLOW_NAME = "GraphRun"
+LIVENESS_CHECK_SECONDS = 2.0
+"""While waiting, how often ``graph wait`` checks that the run's workflow still exists."""
 
 
 def run_tuning() -> dict[str, int]:
@@ -191,10 +194,9 @@ async def wait_until_settled(store: Store, graph: str, timeout: float) -> dict[s
         graph_id = queries.resolve_id(rows_of(session), "graph", graph)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
+    next_liveness_check = loop.time() + LIVENESS_CHECK_SECONDS
     while True:
-        with store.transaction() as session:
-            row = session.get_one(Graph, graph_id)
-            status, blocker, name = row.status, row.blocker, row.name
+        status, blocker, name = _graph_state(store, graph_id)
         if status != "running":
             latest = _latest_workflow_id(store, graph_id)
             if status in ("completed", "failed") and latest is not None:
@@ -202,7 +204,29 @@ async def wait_until_settled(store: Store, graph: str, timeout: float) -> dict[s
             return {"graph_id": graph_id, "name": name, "status": status, "blocker": blocker}
         if loop.time() >= deadline:
             raise Refused(f"graph {name} is still running after {timeout:g} s")
+        if loop.time() >= next_liveness_check:
+            await _refuse_if_workflow_gone(store, graph_id)
+            next_liveness_check = loop.time() + LIVENESS_CHECK_SECONDS
         await asyncio.sleep(0.2)
+
+
+def _graph_state(store: Store, graph_id: str) -> tuple[str, dict[str, Any] | None, str]:
+    """The graph's status, blocker and name, read fresh."""
+    with store.transaction() as session:
+        row = session.get_one(Graph, graph_id)
+        return row.status, row.blocker, row.name
+
+
+async def _refuse_if_workflow_gone(store: Store, graph_id: str) -> None:
+    """Refuse the wait when the run's workflow is gone (terminated, lost) while the store
+    still says running: nothing would ever settle it, so waiting out the timeout is moot."""
+    latest = _latest_workflow_id(store, graph_id)
+    gone = await control.workflow_gone(latest) if latest is not None else None
+    if gone is None:
+        return
+    status, _, name = _graph_state(store, graph_id)  # it may have settled meanwhile
+    if status == "running" and latest is not None:
+        raise Refused(control.gone_warning(name, latest, gone))
 
 
 def _latest_workflow_id(store: Store, graph_id: str) -> str | None:
