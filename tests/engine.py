@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import pytest
 import pytest_asyncio
+from sqlalchemy import select
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import Client
@@ -27,6 +28,7 @@ from temporalio.testing import WorkflowEnvironment
 import worker
 from canopy import temporal_client
 from canopy.store.engine import Store, open_store
+from canopy.store.models import NodeRun
 
 T = TypeVar("T")
 
@@ -176,6 +178,15 @@ async def eventually(check: Callable[[], T | None], what: str, timeout: float = 
             return value
         await asyncio.sleep(0.05)
     pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def node_run_of(store: Store, spec_id: str, status: str | None = None) -> int | None:
+    """The id of a node run of ``spec_id`` (in ``status``, if given), or ``None`` yet."""
+    query = select(NodeRun.id).where(NodeRun.spec_id == spec_id)
+    if status is not None:
+        query = query.where(NodeRun.status == status)
+    with store.transaction() as session:
+        return session.scalar(query.order_by(NodeRun.id.desc()))
 
 
 def fake_node(name: str, directives: str, **extra: Any) -> dict[str, Any]:

@@ -28,11 +28,11 @@ from canopy.ids import new_id
 from canopy.ops import control, graphs, queues, runs, specs
 from canopy.runmodels import RunStatus
 from canopy.store.engine import Store
-from canopy.store.models import Graph, NodeRun, Run, Spec
+from canopy.store.models import Graph, Run, Spec
 from canopy.timefmt import utcnow
 from tests.cli_helpers import run_canopy
 from tests.conftest import make_specs, snapshot
-from tests.engine import eventually
+from tests.engine import eventually, node_run_of
 
 NODES = [{"name": "implement", "command": "true"}, {"name": "check", "command": "true"}]
 WAIT = 60.0
@@ -239,16 +239,9 @@ def test_the_cli_refuses_and_resets_in_the_store_without_loading_temporal(
 
 async def node_running(store: Store, graph: str, spec_id: str) -> int:
     """Wait until a node run of ``spec_id`` is in progress; its id."""
-    deadline = asyncio.get_running_loop().time() + WAIT
-    while asyncio.get_running_loop().time() < deadline:
-        with store.transaction() as session:
-            found = session.scalar(
-                select(NodeRun.id).where(NodeRun.spec_id == spec_id, NodeRun.status == "running")
-            )
-        if found is not None:
-            return found
-        await asyncio.sleep(0.05)
-    pytest.fail(f"no node run of {spec_id} started; graph is {graphs.graph_list(store)}")
+    return await eventually(
+        lambda: node_run_of(store, spec_id, "running"), f"a node run of {spec_id} in {graph}", WAIT
+    )
 
 
 SLEEPER = [{"name": "wait", "command": "sleep 30"}]

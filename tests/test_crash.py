@@ -11,9 +11,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -22,26 +21,15 @@ from canopy import temporal_client
 from canopy.ops import graphs, queues, runs, sessions, specs
 from canopy.session_wake import send_message, wait_for_delivery
 from canopy.store.engine import Store, open_store
-from canopy.store.models import NodeRun, RunSpec
+from canopy.store.models import RunSpec
 from canopy.transcripts import read_turns
 from tests.conftest import body
 from tests.daemons import free_ports, stop_recorded_daemons
-from tests.engine import FAKE_AGENT, agent_runs, fake_node, git
+from tests.engine import FAKE_AGENT, agent_runs, eventually, fake_node, git, node_run_of
 
 pytestmark = pytest.mark.server
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 90.0
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = TIMEOUT) -> Any:
-    """Poll ``condition`` until it returns something truthy; fail naming ``what``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 class Daemons:
@@ -152,12 +140,6 @@ async def heartbeat_carrying(workflow_id: str, session_id: str) -> None:
     pytest.fail("timed out waiting for the node's heartbeat to carry the session id")
 
 
-def node_running(store: Store, spec_id: str) -> bool:
-    with store.transaction() as session:
-        status = session.scalar(select(NodeRun.status).where(NodeRun.spec_id == spec_id))
-    return status == "running"
-
-
 async def test_a_sigkilled_worker_is_replaced_and_every_spec_completes_once(
     daemons: Daemons, repo: Path, tmp_path: Path
 ) -> None:
@@ -166,7 +148,11 @@ async def test_a_sigkilled_worker_is_replaced_and_every_spec_completes_once(
     daemons.start_worker()
     started = await runs.graph_run(store, graph, queue="q")
     record = tmp_path / "agent-record.jsonl"
-    wait_for(lambda: node_running(store, alpha) and agent_runs(record), "alpha's agent to start")
+    await eventually(
+        lambda: node_run_of(store, alpha, "running") and agent_runs(record),
+        "alpha's agent to start",
+        TIMEOUT,
+    )
     first_session = agent_runs(record)[0]["session_id"]
     await heartbeat_carrying(started["workflow_id"], first_session)
     daemons.kill_worker()
@@ -186,7 +172,7 @@ async def test_a_restarted_dev_server_keeps_the_run_going(
     graph, (alpha, beta) = setup_queue_run(store, repo, sleep=2)
     daemons.start_worker()
     started = await runs.graph_run(store, graph, queue="q")
-    wait_for(lambda: node_running(store, alpha), "alpha's node to start")
+    await eventually(lambda: node_run_of(store, alpha, "running"), "alpha's node to start", TIMEOUT)
     daemons.stop_server()
     daemons.start_server()
     settled = await runs.wait_until_settled(store, graph, TIMEOUT)
@@ -202,7 +188,7 @@ async def test_a_worker_killed_during_a_delivery_delivers_the_message_exactly_on
     daemons.start_worker()
     sent = await send_message(store, "pair", "FAKE: sleep 4\nFAKE: write out.txt delivered")
     record = tmp_path / "agent-record.jsonl"
-    wait_for(lambda: agent_runs(record), "the turn to start")
+    await eventually(lambda: agent_runs(record), "the turn to start", TIMEOUT)
     daemons.kill_worker()
     daemons.start_worker()
     settled = await wait_for_delivery(store, sent["id"], TIMEOUT)

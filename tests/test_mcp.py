@@ -19,14 +19,13 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
-from sqlalchemy import select
 from temporalio.client import Client as TemporalClient
 
 from canopy.store.engine import Store
-from canopy.store.models import NodeRun
 from cli import main
 from cli.mcp_server import TOOLS, build_server
 from tests.conftest import body
+from tests.engine import eventually, node_run_of
 
 ROOT = Path(__file__).parent.parent
 TOOL_NAMES = [
@@ -478,14 +477,9 @@ async def test_a_wrong_or_misplaced_argument_is_one_line_naming_it(
 
 
 async def node_started(store: Store, spec_id: str) -> None:
-    """Poll the store until a node of ``spec_id`` has started (``graph get`` is too slow to
-    catch a short node: on a running graph it also asks Temporal how the run is doing)."""
-    for _ in range(1200):
-        with store.transaction() as session:
-            if session.scalar(select(NodeRun.id).where(NodeRun.spec_id == spec_id)) is not None:
-                return
-        await asyncio.sleep(0.05)
-    pytest.fail(f"no node of {spec_id} started")
+    """Wait on the store until a node of ``spec_id`` has started (``graph get`` is too slow
+    to catch a short node: on a running graph it also asks Temporal how the run is doing)."""
+    await eventually(lambda: node_run_of(store, spec_id), f"a node of {spec_id} to start")
 
 
 @pytest.mark.server

@@ -16,7 +16,7 @@ from canopy.store.engine import Store
 from canopy.store.models import NodeRun, Run
 from canopy.timefmt import utcnow
 from tests.conftest import body
-from tests.engine import FAKE_AGENT, agent_runs
+from tests.engine import FAKE_AGENT, agent_runs, eventually
 
 pytestmark = pytest.mark.server
 TIMEOUT = 60.0
@@ -40,14 +40,12 @@ async def start(store: Store, repo: Path, graph_definition: dict[str, Any]) -> t
 
 async def scheduled_resume(store: Store) -> Any:
     """Wait until the run records a scheduled resume; return it."""
-    deadline = asyncio.get_running_loop().time() + TIMEOUT
-    while asyncio.get_running_loop().time() < deadline:
+
+    def recorded() -> Any:
         with store.transaction() as session:
-            resume_at = session.scalar(select(Run.scheduled_resume_at))
-        if resume_at is not None:
-            return resume_at
-        await asyncio.sleep(0.05)
-    pytest.fail("the run never scheduled a resume")
+            return session.scalar(select(Run.scheduled_resume_at))
+
+    return await eventually(recorded, "the run to schedule a resume", TIMEOUT)
 
 
 @pytest.mark.parametrize("platform", ["claude", "codex"])
