@@ -15,6 +15,7 @@ from canopy.graphs.transitions import default_next
 from canopy.runmodels import NextSpec, NodeResult, NodeStep, RunCounts
 from canopy.store.engine import open_store
 from canopy.store.models import Graph, GraphSpec, NodeRun, QueueMember, Run, RunSpec, Spec
+from canopy.store.run_records import set_run_status
 from canopy.timefmt import utcnow
 
 DEFAULT_MAX_VISITS = 5
@@ -153,14 +154,9 @@ async def settle_run(
 ) -> None:
     """Write the run's and the graph's final status (and blocker) together."""
     with open_store().transaction() as session:
-        run = session.get_one(Run, run_id)
-        run.status = status
+        run = set_run_status(session, run_id, status, blocker)
         run.ended_at = utcnow()
         run.summary = counts.model_dump()
-        graph = session.get_one(Graph, run.graph_id)
-        graph.status = status
-        graph.blocker = blocker
-        graph.updated_at = utcnow()
 
 
 @activity.defn

@@ -11,18 +11,12 @@ from temporalio import activity
 from canopy.runmodels import NextSpec
 from canopy.store.engine import open_store
 from canopy.store.models import Graph, NodeRun, QueueMember, Run, RunSpec, Spec
-from canopy.store.run_records import reset_graph_record
-from canopy.timefmt import utcnow
+from canopy.store.run_records import reset_graph_record, set_run_status
 
 
 def _set_status(run_id: str, status: str, blocker: dict[str, Any] | None) -> None:
     with open_store().transaction() as session:
-        run = session.get_one(Run, run_id)
-        run.status = status
-        graph = session.get_one(Graph, run.graph_id)
-        graph.status = status
-        graph.blocker = blocker
-        graph.updated_at = utcnow()
+        set_run_status(session, run_id, status, blocker)
 
 
 @activity.defn

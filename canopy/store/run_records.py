@@ -1,11 +1,27 @@
 """Store records of runs shared by the reset operation and the run's own activities."""
 
+from typing import Any
+
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.models import Graph, GraphSpec, NodeRun, Run, RunSpec, Spec
 from canopy.timefmt import utcnow
+
+
+def set_run_status(
+    session: Session, run_id: str, status: str, blocker: dict[str, Any] | None
+) -> Run:
+    """The run and its graph in ``status`` together, the graph with ``blocker`` (or none):
+    what pausing, resuming and settling a run all write."""
+    run = session.get_one(Run, run_id)
+    run.status = status
+    graph = session.get_one(Graph, run.graph_id)
+    graph.status = status
+    graph.blocker = blocker
+    graph.updated_at = utcnow()
+    return run
 
 
 def reset_graph_record(session: Session, graph_id: str) -> None:
