@@ -26,7 +26,7 @@ from activities import bookkeeping, delivery, hooks, nodes, run_state, worktree
 from activities.ping import ping
 from canopy import temporal_client
 from canopy.errors import Refused
-from canopy.session_wake import wake_pending_sessions
+from canopy.session_wake import wake_stalled_sessions
 from canopy.store.engine import open_store
 from workflows.graph_run import GraphRun
 from workflows.ping import PingWorkflow
@@ -110,6 +110,24 @@ def build_workers(client: Client) -> list[Worker]:
     return [main, agents]
 
 
+SESSION_SWEEP_SECONDS = 60.0
+"""How often the daemon looks for queued messages that no delivery workflow is handling."""
+
+
+async def _sweep_sessions(client: Client) -> None:
+    """The delivery scheduler's tick: at start and then every minute, wake the sessions
+    whose queued messages no workflow is delivering (queued while Temporal was down)."""
+    while True:
+        try:
+            woken = await wake_stalled_sessions(client, open_store())
+        except Exception:  # a failed tick is retried at the next one
+            log.exception("the session sweep failed")
+        else:
+            if woken:
+                log.info("woke the delivery of %d session(s) with queued messages", len(woken))
+        await asyncio.sleep(SESSION_SWEEP_SECONDS)
+
+
 def _stop_event() -> asyncio.Event:
     """An event set by the first SIGTERM or SIGINT, which starts the graceful shutdown."""
     stop = asyncio.Event()
@@ -136,12 +154,11 @@ async def serve() -> None:
         temporal_client.address(),
         temporal_client.namespace(),
     )
-    woken = await wake_pending_sessions(client, open_store())
-    if woken:
-        log.info("woke the delivery of %d session(s) with queued messages", len(woken))
+    sweeping = asyncio.create_task(_sweep_sessions(client))
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait([stopping, *runs], return_when=asyncio.FIRST_COMPLETED)
     stopping.cancel()
+    sweeping.cancel()
     await asyncio.gather(*(worker.shutdown() for worker in workers))
     await asyncio.gather(*runs)  # re-raises a worker failure, making the exit code non-zero
     log.info("worker shut down cleanly")

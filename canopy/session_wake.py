@@ -1,9 +1,10 @@
 """Handing queued messages to the daemon: signal-with-start of a session's delivery workflow.
 
 Whoever enqueues a message (``session send``, an interactive hook) wakes the session's
-workflow; the daemon wakes every session with undelivered messages when it starts, so a
-message queued while Temporal was unreachable still goes out. temporalio is imported
-lazily, as in :mod:`canopy.temporal_client`.
+workflow. The daemon also sweeps: at start and then every minute it wakes each session
+that has undelivered messages but no delivery workflow running, so a message queued while
+Temporal was unreachable still goes out on the next tick. temporalio is imported lazily,
+as in :mod:`canopy.temporal_client`.
 """
 
 from __future__ import annotations
@@ -50,20 +51,40 @@ async def wake_session(client: Client, session_id: str) -> None:
     )
 
 
-async def wake_pending_sessions(client: Client, store: Store) -> list[str]:
-    """Wake every session that has undelivered messages; their ids."""
+async def wake_stalled_sessions(client: Client, store: Store) -> list[str]:
+    """Wake each session with undelivered messages whose delivery workflow is not running
+    (a running one reads the store itself, so it is left alone); their ids."""
     with store.transaction() as db:
-        session_ids = list(
-            db.scalars(
+        session_ids = [
+            session_id
+            for session_id in db.scalars(
                 select(Message.session_id)
                 .where(Message.status.in_(UNDELIVERED_STATUSES), Message.session_id.is_not(None))
                 .distinct()
             )
-        )
+            if session_id is not None
+        ]
+    woken = []
     for session_id in session_ids:
-        if session_id is not None:
+        if not await _delivering(client, session_id):
             await wake_session(client, session_id)
-    return [s for s in session_ids if s is not None]
+            woken.append(session_id)
+    return woken
+
+
+async def _delivering(client: Client, session_id: str) -> bool:
+    """Whether the session's delivery workflow is running."""
+    from temporalio.client import WorkflowExecutionStatus
+    from temporalio.service import RPCError, RPCStatusCode
+
+    handle = client.get_workflow_handle(session_workflow_id(session_id))
+    try:
+        description = await handle.describe()
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise
+    return description.status == WorkflowExecutionStatus.RUNNING
 
 
 async def send_message(store: Store, ref: str, prompt: str) -> dict[str, Any]:

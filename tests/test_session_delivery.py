@@ -17,7 +17,13 @@ from temporalio.testing import WorkflowEnvironment
 from canopy.errors import Refused
 from canopy.ops import graphs, notifications, runs
 from canopy.ops import sessions as ops
-from canopy.session_wake import resume_session, send_message, wait_for_delivery, wake_session
+from canopy.session_wake import (
+    resume_session,
+    send_message,
+    wait_for_delivery,
+    wake_session,
+    wake_stalled_sessions,
+)
 from canopy.store.engine import Store
 from canopy.store.models import HookRun
 from canopy.transcripts import read_turns
@@ -241,3 +247,17 @@ async def test_resume_hands_over_messages_queued_before_the_close(
     assert (await wait_for_delivery(store, queued["id"], TIMEOUT))["status"] == "delivered"
     with pytest.raises(Refused, match="resuming a session takes no platform or workdir"):
         await resume_session(store, "pair", None, "claude", None)
+
+
+async def test_the_daemon_sweep_wakes_only_sessions_nobody_is_delivering(
+    serving: Client, store: Store, repo: Path, record: Path
+) -> None:
+    busy = ops.session_new(store, "claude", name="busy", workdir=str(repo))
+    idle = ops.session_new(store, "claude", name="idle", workdir=str(repo))
+    long_turn = await send_message(store, "busy", "FAKE: sleep 3")
+    await eventually(lambda: agent_runs(record), "the busy session's turn to start")
+    stranded = ops.session_send(store, "idle", "queued while nobody was delivering")
+    assert await wake_stalled_sessions(serving, store) == [idle["id"]]
+    for message in (long_turn, stranded):
+        assert (await wait_for_delivery(store, message["id"], TIMEOUT))["status"] == "delivered"
+    assert await wake_stalled_sessions(serving, store) == []
