@@ -1,4 +1,5 @@
-"""The fast lane: ``spec list`` and ``queue list`` without typer or SQLAlchemy.
+"""The fast lane: ``spec list``, ``queue list`` and ``session list`` without typer or
+SQLAlchemy.
 
 These listings are what people and agents run most, so they answer straight from the
 SQLite file with the stdlib ``sqlite3`` module, through the same SQL and JSON shaping
@@ -28,13 +29,16 @@ if TYPE_CHECKING:
     Parsed: TypeAlias = tuple[dict[str, str], list[str], bool]
     Command: TypeAlias = Callable[[queries.Rows, dict[str, str], list[str], bool], None]
 
+_FLAG = "true"
+"""The value a boolean flag (``--all``) gets in the parsed options."""
+
 
 def try_run(args: list[str]) -> bool:
     """Serve ``args`` if this lane can; ``False`` means the caller must use typer."""
     if len(args) < 2 or (args[0], args[1]) not in _COMMANDS or configured_db_url():
         return False
-    option_names, max_positionals, command = _COMMANDS[(args[0], args[1])]
-    parsed = _parse(args[2:], option_names)
+    option_names, flag_names, max_positionals, command = _COMMANDS[(args[0], args[1])]
+    parsed = _parse(args[2:], option_names, flag_names)
     if parsed is None or len(parsed[1]) > max_positionals:
         return False
     rows = _sqlite_rows()
@@ -44,8 +48,11 @@ def try_run(args: list[str]) -> bool:
     return True
 
 
-def _parse(tokens: list[str], option_names: tuple[str, ...]) -> Parsed | None:
-    """``--name value``/``--name=value`` options, positionals and ``--json``; else None."""
+def _parse(
+    tokens: list[str], option_names: tuple[str, ...], flag_names: tuple[str, ...]
+) -> Parsed | None:
+    """``--name value``/``--name=value`` options, flags, positionals and ``--json``; else
+    None."""
     options: dict[str, str] = {}
     positionals: list[str] = []
     as_json = False
@@ -55,6 +62,8 @@ def _parse(tokens: list[str], option_names: tuple[str, ...]) -> Parsed | None:
         name, _, inline = token.partition("=")
         if token == "--json":
             as_json = True
+        elif token in flag_names:
+            options[token] = _FLAG
         elif name in option_names and name not in options:
             if inline or "=" in token:
                 options[name] = inline
@@ -115,7 +124,18 @@ def _queue_list(
     print_json(result) if as_json else views.show_queue_list(result)
 
 
-_COMMANDS: dict[tuple[str, str], tuple[tuple[str, ...], int, Command]] = {
-    ("spec", "list"): (("--workdir", "--status"), 0, _spec_list),
-    ("queue", "list"): ((), 1, _queue_list),
+def _session_list(
+    rows: queries.Rows, options: dict[str, str], _positionals: list[str], as_json: bool
+) -> None:
+    from cli import session_views
+
+    result = {"sessions": queries.list_sessions(rows, include_finished="--all" in options)}
+    print_json(result) if as_json else session_views.show_sessions(result)
+
+
+_COMMANDS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...], int, Command]] = {
+    ("spec", "list"): (("--workdir", "--status"), (), 0, _spec_list),
+    ("queue", "list"): ((), (), 1, _queue_list),
+    ("session", "list"): ((), ("--all",), 0, _session_list),
 }
+"""Served commands: their valued options, flags, most positionals, and implementation."""

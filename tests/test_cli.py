@@ -169,12 +169,19 @@ def test_fast_lane_answers_exactly_like_the_full_cli(home: Path) -> None:
     create_spec(home, "beta")
     queue = ok(run_canopy(home, "queue", "create", "q", "--json")).json()["id"]
     ok(run_canopy(home, "queue", "add", queue, a, "--group", "g"))
+    new_session = ("session", "new", "--platform", "claude", "--workdir", str(home))
+    ok(run_canopy(home, *new_session, "--name", "open"))
+    ok(run_canopy(home, *new_session, "--name", "closed"))
+    ok(run_canopy(home, "session", "close", "closed"))
     runner = CliRunner(env=canopy_env(home))
     for args in (
         ["spec", "list", "--json"],
         ["spec", "list", "--workdir=/w", "--status", "pending", "--json"],
         ["queue", "list", "--json"],
         ["queue", "list", queue[:8], "--json"],
+        ["session", "list", "--json"],
+        ["session", "list", "--all", "--json"],
+        ["session", "list", "--all"],
     ):
         fast = ok(run_canopy(home, *args, python_flags=("-X", "importtime")))
         assert not {"typer", "sqlalchemy", "temporalio"} & imported_modules(fast), args

@@ -252,7 +252,7 @@ async def test_resume_hands_over_messages_queued_before_the_close(
 async def test_the_daemon_sweep_wakes_only_sessions_nobody_is_delivering(
     serving: Client, store: Store, repo: Path, record: Path
 ) -> None:
-    busy = ops.session_new(store, "claude", name="busy", workdir=str(repo))
+    ops.session_new(store, "claude", name="busy", workdir=str(repo))
     idle = ops.session_new(store, "claude", name="idle", workdir=str(repo))
     long_turn = await send_message(store, "busy", "FAKE: sleep 3")
     await eventually(lambda: agent_runs(record), "the busy session's turn to start")
