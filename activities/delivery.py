@@ -196,7 +196,7 @@ def finish(
         if conversation is not None:
             target.harness_conversation_id = conversation
         target.updated_at = now
-        message.status, message.error = status, error
+        message.status, message.error, message.reply = status, error, reply
         if status == DELIVERED:
             message.delivered_session_id, message.delivered_at = target.id, now
         else:

@@ -140,7 +140,7 @@ GraphControlAction = Annotated[
 ]
 SessionListAction = Annotated[Literal["list"], Field(description=VERB)]
 SessionAction = Annotated[
-    Literal["get", "new", "send", "close", "resume", "recall", "conversations"],
+    Literal["get", "new", "send", "message", "close", "resume", "recall", "conversations"],
     Field(description=VERB),
 ]
 SessionId = Annotated[
@@ -260,6 +260,9 @@ async def session_tool(
     action: SessionAction,
     session_id: SessionId = None,
     prompt: Annotated[str | None, Field(description="send: the prompt to deliver.")] = None,
+    message_id: Annotated[
+        str | None, Field(description="message: the message id (msg-…) send answered with.")
+    ] = None,
     name: Name = None,
     platform: PlatformName = None,
     workdir: SessionWorkdir = None,
@@ -517,6 +520,12 @@ TOOLS: tuple[ToolDef, ...] = (
                 "Queue a prompt for a live session; answers the message (status queued).",
                 _send,
                 needs=("session_id", "prompt"),
+            ),
+            "message": Verb(
+                "One message: status, provenance and delivery record with the reply; poll it "
+                "after send to follow the delivery.",
+                lambda store, a: session_ops.message_get(store, a["message_id"]),
+                needs=("message_id",),
             ),
             "close": Verb(
                 "Finish a live session; later messages for it become recallable.",

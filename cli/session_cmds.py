@@ -74,6 +74,16 @@ def send(
     emit(result, as_json, lambda: views.show_message(result))
 
 
+@app.command("message")
+def message(
+    message_id: Annotated[str, typer.Argument(help="The message id (msg-…).")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Show one message: its prompt, provenance, status and delivery record (with the reply)."""
+    result = ops.message_get(open_store(), message_id)
+    emit(result, as_json, lambda: views.show_message(result))
+
+
 @app.command("close")
 def close(session: SessionRef, as_json: JsonFlag = False) -> None:
     """Finish a live session (it can be resumed later under the same id)."""

@@ -33,6 +33,8 @@ def show_session(session: dict[str, Any]) -> None:
 def show_message(message: dict[str, Any]) -> None:
     """One message after send, with its delivery state."""
     print_line(f"{message['id']} for {message['session_id']}: {message['status']}")
+    if message["delivery"]["reply"]:
+        print_line(message["delivery"]["reply"])
     if message.get("error"):
         print_line(f"error: {message['error']}")
     if message.get("warning"):

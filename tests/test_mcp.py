@@ -272,6 +272,7 @@ async def test_session_tools_answer_and_refuse_as_the_cli(
             pair(f"session send {other['id']} hi", "session", action="send",
                  session_id=other["id"], prompt="hi"),
             pair("session close nobody", "session", action="close", session_id="nobody"),
+            pair("session message msg-nope", "session", action="message", message_id="msg-nope"),
             pair("session resume pair", "session", action="resume", session_id="pair"),
             pair("session resume", "session", action="resume"),
             pair("session resume --harness-conversation abc", "session", action="resume",
@@ -303,6 +304,8 @@ async def test_session_send_is_delivered_by_the_daemon(
         assert sent["provenance"]["source"] == "promptbuilder"
         delivered = await wait_for_delivery(home_store, sent["id"], 60)
         assert delivered["delivery"]["session_id"] == created["id"]
+        read = await ok(client, "session", action="message", message_id=sent["id"])
+        assert read == delivered and read["delivery"]["reply"] == "fake agent done"
         listed = await ok(client, "session_list", action="list")
         assert listed["sessions"][0]["harness_conversation_id"] is not None
 

@@ -53,6 +53,7 @@ async def test_messages_are_turns_of_one_conversation_in_order(
     first = await deliver(store, "pair", "FAKE: say hello there")
     assert first["status"] == "delivered", first
     assert first["delivery"]["session_id"] == session["id"]
+    assert first["delivery"]["reply"] == "fake agent done"
     conversation = agent_runs(record)[0]["session_id"]
     assert ops.session_get(store, "pair")["harness_conversation_id"] == conversation
 

@@ -325,6 +325,7 @@ def message_json(message: Message) -> dict[str, Any]:
         "delivery": {
             "session_id": message.delivered_session_id,
             "delivered_at": to_iso(message.delivered_at),
+            "reply": message.reply,
             "attempts": message.attempts,
             "retry_at": to_iso(message.retry_at),
             "log_path": message.log_path,

@@ -257,6 +257,8 @@ class Message(Base):
     retry_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     delivered_session_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    reply: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """The harness's final reply to this turn (the transcript has it too)."""
     log_path: Mapped[str | None] = mapped_column(String(4096), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 

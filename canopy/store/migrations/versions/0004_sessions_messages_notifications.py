@@ -49,6 +49,7 @@ def upgrade() -> None:
         sa.Column("retry_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("delivered_session_id", sa.String(length=64), nullable=True),
         sa.Column("delivered_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("reply", sa.Text(), nullable=True),
         sa.Column("log_path", sa.String(length=4096), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("seq"),
