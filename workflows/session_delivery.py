@@ -1,10 +1,11 @@
 """SessionDelivery: one session's queued messages, delivered one at a time, in order.
 
 Woken by a ``wake`` signal (sent with start by whoever enqueues a message, and by the
-daemon at start-up for anything left queued). The next message is read from the store
-each time, so the store's order is the delivery order and a message enqueued while no
-workflow ran is never skipped. When nothing is left the workflow ends; the next message
-starts it again. A usage limit waits on a durable timer and retries the same message.
+daemon's sweep, at start-up and every minute, for messages no workflow is delivering).
+The next message is read from the store each time, so the store's order is the delivery
+order and a message enqueued while no workflow ran is never skipped. When nothing is left
+the workflow ends; the next message starts it again. A usage limit waits on a durable
+timer and retries the same message.
 """
 
 from datetime import timedelta
