@@ -10,7 +10,7 @@ from pathlib import Path
 from canopy.ids import new_id
 from canopy.specformat import SECTION_NAMES, render_tagged
 from canopy.store.engine import Store
-from canopy.store.models import Queue, QueueMember, Spec
+from canopy.store.models import InteractiveSession, Message, Queue, QueueMember, Spec
 from canopy.timefmt import utcnow
 
 
@@ -47,3 +47,37 @@ def fill_queue(
         )
     store.close()
     return [spec.id for spec in specs]
+
+
+def add_sessions(home: Path, count: int) -> None:
+    """``count`` live interactive sessions, each with one queued message."""
+    store = Store(f"sqlite:///{home / 'canopy.db'}")
+    now = utcnow()
+    with store.transaction() as session:
+        for i in range(count):
+            session_id = new_id("sess")
+            session.add(
+                InteractiveSession(
+                    id=session_id,
+                    name=f"session-{i}",
+                    platform="claude",
+                    workdir=f"/src/project-{i % 10}",
+                    host="bench",
+                    status="live",
+                    transcript_path=str(home / "sessions" / session_id / "transcript.jsonl"),
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            session.add(
+                Message(
+                    id=new_id("msg"),
+                    session_id=session_id,
+                    prompt=f"message {i}",
+                    source="promptbuilder",
+                    status="queued",
+                    attempts=0,
+                    created_at=now,
+                )
+            )
+    store.close()

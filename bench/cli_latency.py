@@ -1,6 +1,7 @@
 """CLI latency with 10,000 specs in the store, against a bare interpreter start.
 
-Usage: ``make bench`` or ``.venv/bin/python bench/cli_latency.py [--specs N] [--runs R]``.
+Usage: ``make bench`` or ``.venv/bin/python bench/cli_latency.py [--specs N] [--sessions S]
+[--runs R]``.
 Each command runs R times in a fresh process (output to /dev/null); the table gives the
 median wall time and its ratio to ``python -c pass`` measured in the same run, so the
 figures compare across machines. Also reports whether the command imported temporalio.
@@ -15,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.backlog import fill_queue
+from bench.backlog import add_sessions, fill_queue
 
 BASELINE = "python -c pass (baseline)"
 
@@ -68,11 +69,13 @@ def main() -> None:
     """Fill a scratch store, time the commands, print a markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--specs", type=int, default=10_000)
+    parser.add_argument("--sessions", type=int, default=100)
     parser.add_argument("--runs", type=int, default=15)
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         home = Path(scratch)
         some_spec = fill_store(home, options.specs)
+        add_sessions(home, options.sessions)
         env = {**os.environ, "CANOPY_HOME": str(home)}
         env.pop("CANOPY_DB_URL", None)
         python = sys.executable
@@ -88,6 +91,9 @@ def main() -> None:
                 *canopy, "spec", "list", "--status", "failed", "--json",
             ],
             "canopy queue list": [*canopy, "queue", "list"],
+            f"canopy session list --json ({options.sessions} live)": [
+                *canopy, "session", "list", "--json",
+            ],
             "canopy spec get ID --json (full typer + SQLAlchemy path)": [
                 *canopy, "spec", "get", some_spec, "--json",
             ],
