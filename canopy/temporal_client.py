@@ -34,9 +34,14 @@ SEARCH_ATTRIBUTES: dict[str, str] = {
 """Custom search attributes (name to Temporal type) the embedded server registers at start."""
 
 
+def this_host() -> str:
+    """This machine's name, as agents task queues and sessions record it."""
+    return socket.gethostname()
+
+
 def agents_task_queue(host: str | None = None) -> str:
     """The agents task queue of ``host`` (default: this machine)."""
-    return AGENTS_TASK_QUEUE_PREFIX + (host or socket.gethostname())
+    return AGENTS_TASK_QUEUE_PREFIX + (host or this_host())
 
 
 def address() -> str:

@@ -10,13 +10,13 @@ write the store, and the front ends then wake the session's delivery workflow.
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session as Db
 
+from canopy import temporal_client
 from canopy.errors import Refused
 from canopy.ids import new_id
 from canopy.ops.common import one_line, rows_of
@@ -396,7 +396,7 @@ def _create(
             name=name or generated_name(_live_names(db)),
             platform=platform,
             workdir=workdir,
-            host=socket.gethostname(),
+            host=temporal_client.this_host(),
             harness_conversation_id=conversation_id,
             status=LIVE,
             transcript_path=str(canopy_home() / "sessions" / session_id / "transcript.jsonl"),
