@@ -28,7 +28,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import Field, ValidationError
 
 from canopy.errors import Refused
-from canopy.ops import control, graphs, queues, runs, specs
+from canopy.ops import control, graphs, notifications, queues, runs, specs
 from canopy.ops import sessions as session_ops
 from canopy.specformat import SECTION_NAMES
 from canopy.statuses import SET_STATUS_ACTIONS, SPEC_STATUSES
@@ -140,7 +140,17 @@ GraphControlAction = Annotated[
 ]
 SessionListAction = Annotated[Literal["list"], Field(description=VERB)]
 SessionAction = Annotated[
-    Literal["get", "new", "send", "message", "close", "resume", "recall", "conversations"],
+    Literal[
+        "get",
+        "new",
+        "send",
+        "message",
+        "close",
+        "resume",
+        "recall",
+        "conversations",
+        "notifications",
+    ],
     Field(description=VERB),
 ]
 SessionId = Annotated[
@@ -269,6 +279,9 @@ async def session_tool(
     conversation_id: Annotated[
         str | None,
         Field(description="resume: a conversation id from the harness's own list."),
+    ] = None,
+    limit: Annotated[
+        int | None, Field(description="notifications: how many, newest first (default 50).")
     ] = None,
 ) -> CallToolResult:
     """Interactive sessions: open, message, close, resume, recall undelivered prompts."""
@@ -550,6 +563,14 @@ TOOLS: tuple[ToolDef, ...] = (
                 ),
                 needs=("platform",),
                 takes=("workdir",),
+            ),
+            "notifications": Verb(
+                "What went wrong while nobody watched (= `canopy notifications`): messages "
+                "whose session was gone, deliveries that failed; newest first.",
+                lambda store, a: notifications.notifications_list(
+                    store, notifications.DEFAULT_LIMIT if a["limit"] is None else a["limit"]
+                ),
+                takes=("limit",),
             ),
         },
         session_tool,

@@ -138,7 +138,10 @@ async def test_every_tool_has_a_description_and_a_typed_schema(
         assert action_schema.get("enum", [action_schema.get("const")]) == verbs[tool.name]
         for name, prop in schema["properties"].items():
             types = [prop.get("type")] + [arm.get("type") for arm in prop.get("anyOf", [])]
-            assert {"string", "boolean", "array", "object"} & set(types), (tool.name, name)
+            assert {"string", "integer", "boolean", "array", "object"} & set(types), (
+                tool.name,
+                name,
+            )
             assert prop.get("description"), (tool.name, name)
 
 
@@ -262,6 +265,8 @@ async def test_session_tools_answer_and_refuse_as_the_cli(
             pair("session list --all", "session_list", action="list", include_finished=True),
             pair("session get pair", "session", action="get", session_id="pair"),
             pair("session recall", "session", action="recall"),
+            pair("notifications", "session", action="notifications"),
+            pair("notifications --limit 0", "session", action="notifications", limit=0),
             pair(f"session conversations --platform claude --workdir {work}", "session",
                  action="conversations", platform="claude", workdir=str(work)),
             # refusals
