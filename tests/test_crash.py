@@ -198,3 +198,21 @@ async def test_a_worker_killed_during_a_delivery_delivers_the_message_exactly_on
     assert (repo / "out.txt").read_text() == "delivered\n"
     turns = read_turns(Path(session["transcript_path"]))
     assert [(t["message_id"], t["status"]) for t in turns] == [(sent["id"], "delivered")]
+
+
+async def test_a_restarted_dev_server_keeps_delivering(
+    daemons: Daemons, repo: Path, tmp_path: Path
+) -> None:
+    store = open_store()
+    sessions.session_new(store, "claude", name="pair", workdir=str(repo))
+    daemons.start_worker()
+    first = await send_message(store, "pair", "FAKE: sleep 2\nFAKE: say first")
+    record = tmp_path / "agent-record.jsonl"
+    await eventually(lambda: agent_runs(record), "the first turn to start", TIMEOUT)
+    second = sessions.session_send(store, "pair", "FAKE: say second")
+    daemons.stop_server()
+    daemons.start_server()
+    for message in (first, second):
+        settled = await wait_for_delivery(store, message["id"], TIMEOUT)
+        assert (settled["status"], settled["delivery"]["attempts"]) == ("delivered", 1)
+    assert [run["prompt"] for run in agent_runs(record)] == [first["prompt"], second["prompt"]]
