@@ -8,6 +8,7 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities.turns import LOST, TurnEnd, TurnFiles, run_turn
+from tests.engine import eventually
 
 
 async def turn(files: TurnFiles, script: str, cwd: Path, timeout_minutes: float = 5.0) -> TurnEnd:
@@ -51,8 +52,7 @@ async def test_a_retry_adopts_a_turn_still_running_after_its_worker_went_away(
         f"while [ ! -e {release} ]; do sleep 0.05; done; exit 7"
     )
     first = asyncio.create_task(turn(files, script, tmp_path))
-    while launches(tmp_path) == 0:
-        await asyncio.sleep(0.02)
+    await eventually(lambda: launches(tmp_path), "the turn to launch", 30)
     first.cancel()  # the attempt is gone; the detached turn is not
     with pytest.raises(asyncio.CancelledError):
         await first
