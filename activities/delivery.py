@@ -36,6 +36,8 @@ TURN_TIMEOUT_MINUTES = 6 * 60.0
 """A turn still running after this long is stopped and its message recorded as failed."""
 FAILED: DeliveryStatus = "failed"
 DELIVERED: DeliveryStatus = "delivered"
+DELIVERY_FAILED = "delivery_failed"
+"""The notification kind of a message that was not delivered (its session was there)."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ async def give_up_message(message_id: str, error: str) -> None:
             return
         message.status, message.error = FAILED, f"delivery kept failing: {error}"
         notify(
-            db, "delivery_failed", f"{message_id}: {message.error}", message.session_id, message_id
+            db, DELIVERY_FAILED, f"{message_id}: {message.error}", message.session_id, message_id
         )
 
 
@@ -202,7 +204,7 @@ def finish(
         else:
             notify(
                 db,
-                "delivery_failed",
+                DELIVERY_FAILED,
                 f"{message.id} to session {target.id}: {error}",
                 target.id,
                 message.id,

@@ -20,17 +20,16 @@ A retried activity therefore adopts the turn: lock held → wait for it; ``exit`
 import asyncio
 import fcntl
 import os
-import signal
 import subprocess
 import sys
 import time
-from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 from temporalio import activity
 
 from activities import turn_runner
+from activities.process import kill_group
 
 HEARTBEAT_SECONDS = 1.0
 LOST = (
@@ -61,6 +60,10 @@ class TurnFiles:
     def output(self) -> Path:
         return self.directory / "output.log"
 
+    def open_lock(self) -> int:
+        """A new descriptor on the lock file (created if need be), for ``flock``."""
+        return os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o600)
+
 
 @dataclass(frozen=True)
 class TurnEnd:
@@ -87,7 +90,7 @@ async def run_turn(
 
 def _start_or_adopt(argv: list[str], cwd: str, files: TurnFiles) -> TurnEnd | None:
     """Launch unless a runner holds the lock or the turn already ended; its end if known."""
-    fd = os.open(files.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = files.open_lock()
     try:
         if not _locked_by_us(fd):
             return None
@@ -139,7 +142,7 @@ def _released(files: TurnFiles) -> None:
     Runs in a thread; the lock is dropped at once, so a waiter abandoned by a cancelled
     activity never keeps a turn looking alive.
     """
-    fd = os.open(files.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = files.open_lock()
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
     finally:
@@ -173,5 +176,4 @@ def _kill(files: TurnFiles) -> None:
     """SIGKILL the runner's process group (the harness and its children)."""
     pid = files.started.read_text().strip()
     if pid.isdigit():
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(int(pid), signal.SIGKILL)
+        kill_group(int(pid))

@@ -380,8 +380,9 @@ def _live_names(db: Db) -> set[str]:
 
 def _reopen(db: Db, target: InteractiveSession) -> None:
     """Make a finished session live again, renaming it only if its name is taken."""
-    if target.name in _live_names(db):
-        target.name = generated_name(_live_names(db))
+    live_names = _live_names(db)
+    if target.name in live_names:
+        target.name = generated_name(live_names)
     target.status, target.closed_at, target.updated_at = LIVE, None, utcnow()
 
 
