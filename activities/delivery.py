@@ -5,7 +5,7 @@
 platform adapter — resuming the harness conversation once one is known — appends it to
 the transcript and writes the delivery record. A session that is no longer live gets
 nothing: the message becomes ``session_not_found`` (recallable) and a notification is
-written. Turns run detached (:mod:`activities.turns`), so a worker crash mid-turn
+written. Turns run detached (:mod:`activities.detached`), so a worker crash mid-turn
 neither kills the turn nor sends the prompt twice.
 """
 
@@ -18,7 +18,7 @@ from typing import Any, cast
 from sqlalchemy import select
 from temporalio import activity
 
-from activities.turns import TurnEnd, TurnFiles, TurnLaunchError, run_turn
+from activities.detached import Command, LaunchError, ProcessEnd, ProcessFiles, run_once
 from canopy import temporal_client
 from canopy.errors import Refused
 from canopy.ops.notifications import notify
@@ -50,7 +50,7 @@ class TurnPlan:
     workdir: str
     prompt: str
     resume_conversation_id: str | None
-    files: TurnFiles
+    files: ProcessFiles
 
 
 @activity.defn
@@ -83,13 +83,15 @@ async def deliver_message(message_id: str) -> DeliveryOutcome:
         return plan
     try:
         platform = get_platform(plan.platform)
-        argv = platform.build_argv(
+        invocation = platform.build_invocation(
             plan.prompt, model=None, effort=None, resume_session_id=plan.resume_conversation_id
         )
-        end = await run_turn(
-            argv, cwd=plan.workdir, files=plan.files, timeout_minutes=TURN_TIMEOUT_MINUTES
+        end = await run_once(
+            plan.files,
+            lambda: Command(invocation.argv, plan.workdir, stdin=invocation.stdin),
+            timeout_minutes=TURN_TIMEOUT_MINUTES,
         )
-    except (Refused, TurnLaunchError) as error:
+    except (Refused, LaunchError) as error:
         return finish(plan, FAILED, error=str(error))
     return settle_turn(plan, platform, end)
 
@@ -136,7 +138,7 @@ def begin_delivery(message_id: str) -> TurnPlan | DeliveryOutcome:
             message.attempts += 1
             message.status, message.retry_at = "delivering", None
         assert target is not None
-        files = TurnFiles(
+        files = ProcessFiles(
             canopy_home() / "sessions" / target.id / "turns" / f"{message.id}-{message.attempts}"
         )
         message.log_path = str(files.output)
@@ -151,11 +153,13 @@ def begin_delivery(message_id: str) -> TurnPlan | DeliveryOutcome:
         )
 
 
-def settle_turn(plan: TurnPlan, platform: Platform, end: TurnEnd) -> DeliveryOutcome:
+def settle_turn(plan: TurnPlan, platform: Platform, end: ProcessEnd) -> DeliveryOutcome:
     """Read what the turn printed and record the delivery (or the wait, or the failure)."""
     output = plan.files.output.read_text(errors="replace") if plan.files.output.exists() else ""
     if end.exit_code is None:
-        return finish(plan, FAILED, error=end.problem)
+        return finish(
+            plan, FAILED, error=f"the turn {end.problem}" if end.timed_out else end.problem
+        )
     if end.exit_code != 0:
         now = utcnow()
         limit = platform.usage_limit(output, now)

@@ -3,21 +3,35 @@
 The stored hooks are read when the event fires, so an edit that lands before an event is
 the one that fires, and hooks are not retroactive. Hooks run in declaration order; each
 is recorded with an exact copy of its config. A failing hook is recorded and never stops
-the others nor changes the graph's status. Each hook run is recorded (status
-``running``) before it starts, keyed by run, event occurrence and hook index, so a
-retried firing never runs a hook twice.
+the others nor changes the graph's status.
+
+Each hook fires exactly once. Its run is recorded (status ``running``) before it starts,
+keyed by run, event occurrence and hook index; its process runs detached
+(:mod:`activities.detached`) in ``<data dir>/logs/runs/<run>/hooks/<hook run id>/``. A
+firing retried after a worker crash finishes what the crash interrupted, with the config
+recorded when it first fired: a hook whose process is running or done is adopted, one
+that never started is started, an interactive hook whose message is already queued is
+not queued again. Hook runs already finished are left as they are.
 """
 
 import copy
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from temporalio import activity
 
-from activities.process import previous_attempt, run_logged
+from activities.detached import (
+    Command,
+    LaunchError,
+    OutputWatcher,
+    ProcessEnd,
+    ProcessFiles,
+    exit_reason,
+    run_once,
+)
 from canopy import markers, specformat
+from canopy.errors import Refused
 from canopy.graphs.hooks import SPEC_EVENTS
 from canopy.ops.sessions import enqueue_hook_message
 from canopy.paths import canopy_home
@@ -25,17 +39,18 @@ from canopy.platforms import get_platform
 from canopy.runmodels import HookFiring
 from canopy.session_wake import wake_session
 from canopy.store.engine import open_store
-from canopy.store.models import Graph, HookRun, RunSpec, Spec
+from canopy.store.models import Graph, HookRun, Message, RunSpec, Spec
 from canopy.timefmt import utcnow
 
 OUTPUT_KEPT_CHARACTERS = 4000
+HOOK_ENV_PREFIX = "CANOPY_HOOK_"
+"""Command hooks read marker values as ``CANOPY_HOOK_<MARKER>`` variables."""
 COMMAND_HOOK_TIMEOUT_MINUTES = 60.0
 
 
 @activity.defn
 async def fire_hooks(firing: HookFiring) -> list[int]:
-    """Run the event's stored hooks in order; the ids of the hook runs recorded."""
-    previous_attempt()
+    """Run the event's stored hooks in order; the ids of the hook runs run by this attempt."""
     with open_store().transaction() as session:
         hooks: list[dict[str, Any]] = list(
             (session.get_one(Graph, firing.graph_id).hooks or {}).get(firing.event, [])
@@ -47,11 +62,12 @@ async def fire_hooks(firing: HookFiring) -> list[int]:
         if matched is False:
             continue
         hook_values = {**values, "spec_id": matched} if isinstance(matched, str) else values
-        hook_run_id = begin_hook_run(firing, index, hook, hook_values.get("spec_id"))
-        if hook_run_id is None:
+        opened = open_hook_run(firing, index, hook, hook_values.get("spec_id"))
+        if opened is None:
             continue
+        hook_run_id, fired_config = opened
         recorded.append(hook_run_id)
-        await run_and_record(hook_run_id, hook, hook_values, firing)
+        await run_and_record(hook_run_id, fired_config, hook_values, firing)
     return recorded
 
 
@@ -107,21 +123,21 @@ def fire_key(firing: HookFiring, index: int) -> str:
     return f"{firing.run_id}:{firing.event}:{firing.occurrence}:{index}"
 
 
-def begin_hook_run(
+def open_hook_run(
     firing: HookFiring, index: int, hook: dict[str, Any], spec_id: str | None
-) -> int | None:
-    """Record a hook run as ``running``; ``None`` if this occurrence already has one.
+) -> tuple[int, dict[str, Any]] | None:
+    """The hook run to run now and the config it fires with; ``None`` if it is done.
 
-    A record left ``running`` by a crashed worker is closed as failed, not run again.
+    A new occurrence is recorded ``running`` with a copy of ``hook``. A record left
+    ``running`` by a crashed worker is handed back with the config it first fired with,
+    so the interrupted hook is finished, not dropped and not started twice.
     """
     key = fire_key(firing, index)
     with open_store().transaction() as session:
         existing = session.scalar(select(HookRun).where(HookRun.fire_key == key))
         if existing is not None:
             if existing.status == "running":
-                existing.status = "failed"
-                existing.error = "the worker was lost while this hook ran; not run again"
-                existing.ended_at = utcnow()
+                return existing.id, dict(existing.hook_config)
             return None
         hook_run = HookRun(
             graph_id=firing.graph_id,
@@ -136,47 +152,47 @@ def begin_hook_run(
         )
         session.add(hook_run)
         session.flush()
-        return hook_run.id
+        return hook_run.id, hook
 
 
 async def run_and_record(
     hook_run_id: int, hook: dict[str, Any], values: dict[str, str | None], firing: HookFiring
 ) -> None:
     """Run one hook and record how it went; any error becomes a failed hook run."""
-    log_path = (
-        canopy_home()
-        / "logs"
-        / "runs"
-        / firing.run_id
-        / "hooks"
-        / f"{hook_run_id:06d}-{firing.event}.log"
-    )
+    files = hook_files(firing.run_id, hook_run_id)
     try:
-        status, output, error = await run_hook(hook, values, firing, log_path, hook_run_id)
-    except Exception as failure:  # a hook's failure is recorded, never raised
+        status, output, error = await run_hook(hook, values, firing, files, hook_run_id)
+    except (Refused, LaunchError) as failure:  # a hook's failure is recorded, never raised
+        status, output, error = "failed", None, str(failure)
+    except Exception as failure:
         status, output, error = "failed", None, f"{type(failure).__name__}: {failure}"
     with open_store().transaction() as session:
         hook_run = session.get_one(HookRun, hook_run_id)
         hook_run.status = status
         hook_run.output = output
         hook_run.error = error
-        hook_run.log_path = str(log_path) if log_path.exists() else None
+        hook_run.log_path = str(files.output) if files.output.exists() else None
         hook_run.ended_at = utcnow()
+
+
+def hook_files(run_id: str, hook_run_id: int) -> ProcessFiles:
+    """``<data dir>/logs/runs/<run>/hooks/<hook run id>/``: ids only."""
+    return ProcessFiles(canopy_home() / "logs" / "runs" / run_id / "hooks" / f"{hook_run_id:06d}")
 
 
 async def run_hook(
     hook: dict[str, Any],
     values: dict[str, str | None],
     firing: HookFiring,
-    log_path: Path,
+    files: ProcessFiles,
     hook_run_id: int,
 ) -> tuple[str, str | None, str | None]:
     """Run a hook in its mode; ``(status, output, error)``."""
     if hook.get("command"):
-        return await run_command_hook(hook["command"], values, firing, log_path)
+        return await run_command_hook(hook["command"], values, firing, files)
     if hook.get("target_session_id") or hook.get("target_session_name"):
         return await run_interactive_hook(hook, values, firing, hook_run_id)
-    return await run_agent_hook(hook, values, firing, log_path)
+    return await run_agent_hook(hook, values, firing, files)
 
 
 async def run_interactive_hook(
@@ -186,13 +202,14 @@ async def run_interactive_hook(
 
     Fire-and-forget: the hook succeeds once the message is queued and handed to the
     session's delivery workflow; it never waits for the reply. An unresolvable target
-    fails the hook with the reason (the prompt stays recallable).
+    fails the hook with the reason (the prompt stays recallable). A message an
+    interrupted attempt already queued for this hook run is not queued again.
     """
-    prompt = markers.render(hook["prompt"], values, markers.HOOK_MARKERS)
     with open_store().transaction() as db:
-        message = enqueue_hook_message(
+        queued_before = db.scalar(select(Message).where(Message.hook_run_id == hook_run_id))
+        message = queued_before or enqueue_hook_message(
             db,
-            prompt,
+            markers.render(hook["prompt"], values, markers.HOOK_MARKERS),
             target_session_id=hook.get("target_session_id"),
             target_session_name=hook.get("target_session_name"),
             graph_id=firing.graph_id,
@@ -212,54 +229,57 @@ async def run_interactive_hook(
 
 
 async def run_command_hook(
-    command: str, values: dict[str, str | None], firing: HookFiring, log_path: Path
+    command: str, values: dict[str, str | None], firing: HookFiring, files: ProcessFiles
 ) -> tuple[str, str | None, str | None]:
-    """A shell command with markers shell-quoted and exported as ``CANOPY_HOOK_*``."""
-    rendered = markers.render(command, values, markers.HOOK_MARKERS, shell=True)
-    env = {
-        **markers.marker_env({m: values.get(m) for m in markers.HOOK_MARKERS}, "CANOPY_HOOK_"),
-        "CANOPY_HOOK_EVENT": firing.event,
-        "CANOPY_HOOK_GRAPH_ID": firing.graph_id,
-    }
-    outcome = await run_logged(
-        ["/bin/sh", "-c", rendered],
-        cwd=firing.workdir,
-        env=env,
-        log_path=log_path,
-        timeout_minutes=COMMAND_HOOK_TIMEOUT_MINUTES,
+    """A shell command with markers read from the exported ``CANOPY_HOOK_*`` variables."""
+
+    def launch() -> Command:
+        rendered = markers.render(command, values, markers.HOOK_MARKERS, shell=True)
+        env = {
+            **markers.marker_env({m: values.get(m) for m in markers.HOOK_MARKERS}, HOOK_ENV_PREFIX),
+            **hook_env(firing),
+        }
+        return Command(["/bin/sh", "-c", rendered], firing.workdir, env)
+
+    watcher = OutputWatcher(files.output, None, None)
+    end = await run_once(
+        files, launch, timeout_minutes=COMMAND_HOOK_TIMEOUT_MINUTES, watcher=watcher
     )
-    return verdict(outcome.exit_code, outcome.timed_out, outcome.tail)
+    return verdict(end, watcher.tail)
 
 
 async def run_agent_hook(
-    hook: dict[str, Any], values: dict[str, str | None], firing: HookFiring, log_path: Path
+    hook: dict[str, Any], values: dict[str, str | None], firing: HookFiring, files: ProcessFiles
 ) -> tuple[str, str | None, str | None]:
-    """An agent launched through the same platform adapters as nodes."""
-    prompt = markers.render(hook["prompt"], values, markers.HOOK_MARKERS)
+    """An agent launched through the same platform adapters as nodes, prompt on stdin."""
     platform = get_platform(hook["platform"])
-    argv = platform.build_argv(
-        prompt, model=hook.get("model"), effort=hook.get("effort"), resume_session_id=None
+
+    def launch() -> Command:
+        prompt = markers.render(hook["prompt"], values, markers.HOOK_MARKERS)
+        invocation = platform.build_invocation(
+            prompt, model=hook.get("model"), effort=hook.get("effort"), resume_session_id=None
+        )
+        return Command(invocation.argv, firing.workdir, hook_env(firing), invocation.stdin)
+
+    watcher = OutputWatcher(files.output, platform, None)
+    end = await run_once(
+        files, launch, timeout_minutes=hook.get("timeout_minutes"), watcher=watcher
     )
-    outcome = await run_logged(
-        argv,
-        cwd=firing.workdir,
-        env={"CANOPY_HOOK_EVENT": firing.event, "CANOPY_HOOK_GRAPH_ID": firing.graph_id},
-        log_path=log_path,
-        platform=platform,
-        timeout_minutes=hook.get("timeout_minutes"),
-    )
-    return verdict(outcome.exit_code, outcome.timed_out, outcome.tail)
+    return verdict(end, watcher.tail)
 
 
-def verdict(
-    exit_code: int | None, timed_out: bool, tail: str
-) -> tuple[str, str | None, str | None]:
+def hook_env(firing: HookFiring) -> dict[str, str]:
+    """What every hook process is told about the firing besides the markers."""
+    return {"CANOPY_HOOK_EVENT": firing.event, "CANOPY_HOOK_GRAPH_ID": firing.graph_id}
+
+
+def verdict(end: ProcessEnd, tail: str) -> tuple[str, str | None, str | None]:
     """``(status, output, error)`` of a finished hook process."""
     output = tail[-OUTPUT_KEPT_CHARACTERS:] or None
-    if timed_out:
-        return "failed", output, "timed out"
-    if exit_code != 0:
-        return "failed", output, f"exit code {exit_code}"
+    if end.exit_code is None:
+        return "failed", output, end.problem
+    if end.exit_code != 0:
+        return "failed", output, exit_reason(end.exit_code)
     return "succeeded", output, None
 
 

@@ -1,24 +1,41 @@
 """Running one node for one spec: an agent launch or a shell command, on the agents queue.
 
-Processes run through :func:`activities.process.run_logged` (own process group, log
-file, heartbeats carrying the harness session). An agent's own non-zero exit is a node
-failure, returned as a result, never an activity error.
+Each node run's process runs detached (:mod:`activities.detached`) in its own directory,
+``<data dir>/logs/runs/<run>/nodes/<node run id>/``, whose ``output.log`` is the node's
+log. It is started once: a retried activity (its worker killed, or the server down past
+the heartbeat timeout) adopts the running or finished process instead of launching
+again. Only a machine restart loses a process; an agent then starts again resuming its
+own harness session, while a command is reported lost rather than run twice.
+
+An agent's own non-zero exit is a node failure, returned as a result, never an activity
+error; so is anything that keeps the node from starting, with the reason recorded.
 """
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from temporalio import activity
 
-from activities.process import previous_attempt, run_logged
+from activities.detached import (
+    Command,
+    LaunchError,
+    OutputWatcher,
+    ProcessEnd,
+    ProcessFiles,
+    exit_reason,
+    run_once,
+)
 from canopy import markers, specformat
+from canopy.errors import Refused
 from canopy.paths import canopy_home
-from canopy.platforms import clamp_reset, get_platform
+from canopy.platforms import Platform, clamp_reset, get_platform
 from canopy.runmodels import NodeLaunch, NodeResult
 from canopy.store.engine import open_store
 from canopy.store.models import Spec
 from canopy.timefmt import utcnow
+
+NODE_ENV_PREFIX = "CANOPY_"
+"""Command nodes read marker values as ``CANOPY_<MARKER>`` (``CANOPY_SPEC_NAME`` …)."""
 
 
 def node_marker_values(launch: NodeLaunch) -> dict[str, str | None]:
@@ -38,75 +55,112 @@ def node_marker_values(launch: NodeLaunch) -> dict[str, str | None]:
     return values
 
 
-def log_path_for(launch: NodeLaunch) -> Path:
-    """``<data dir>/logs/runs/<run>/<node run id>-<node>.log``."""
-    directory = canopy_home() / "logs" / "runs" / launch.run_id
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory / f"{launch.node_run_id:06d}-{launch.node['name']}.log"
+def node_files(launch: NodeLaunch) -> ProcessFiles:
+    """``<data dir>/logs/runs/<run>/nodes/<node run id>/``: ids only, never a node's name."""
+    return ProcessFiles(
+        canopy_home() / "logs" / "runs" / launch.run_id / "nodes" / f"{launch.node_run_id:06d}"
+    )
 
 
-async def run_node_process(
-    argv: list[str],
-    launch: NodeLaunch,
-    env: dict[str, str],
-    platform_name: str | None,
-    resume_session_id: str | None,
-) -> NodeResult:
-    """Run a node's process and turn how it ended into a node result."""
-    platform = get_platform(platform_name) if platform_name else None
-    log_path = log_path_for(launch)
+@activity.defn
+async def run_agent_node(launch: NodeLaunch) -> NodeResult:
+    """Launch the node's agent with its rendered prompt on stdin (resuming a session if
+    asked), or adopt the launch an earlier attempt made."""
+    platform_name, model, effort = _agent_config(launch.node, launch.member)
+    files = node_files(launch)
+    try:
+        platform = get_platform(platform_name)
+    except Refused as refusal:
+        return _not_started(launch, files, refusal, platform_name)
+    watcher = OutputWatcher(files.output, platform, launch.resume_session_id)
+
+    def command() -> Command:
+        values = node_marker_values(launch)
+        prompt = markers.render(launch.node["prompt"], values, markers.NODE_MARKERS)
+        invocation = platform.build_invocation(
+            prompt, model=model, effort=effort, resume_session_id=watcher.session_id
+        )
+        env = node_env(launch, values)
+        return Command(invocation.argv, launch.workdir, env, invocation.stdin)
+
     timeout = launch.node.get("timeout_minutes")
-    outcome = await run_logged(
-        argv,
-        cwd=launch.workdir,
-        env=env,
-        log_path=log_path,
-        platform=platform,
-        timeout_minutes=timeout,
-        resume_session_id=resume_session_id,
-    )
+    try:
+        end = await run_once(files, command, timeout_minutes=timeout, watcher=watcher)
+        if end.lost:  # the machine went down under it: the agent resumes its own session
+            files.set_lost_aside()
+            end = await run_once(files, command, timeout_minutes=timeout, watcher=watcher)
+    except (Refused, LaunchError) as error:
+        return _not_started(launch, files, error, platform_name)
+    return node_result(launch, files, end, watcher, platform)
+
+
+@activity.defn
+async def run_command_node(launch: NodeLaunch) -> NodeResult:
+    """Run the node's shell command in the workdir (markers read from the environment),
+    or adopt the run an earlier attempt started."""
+    files = node_files(launch)
+    watcher = OutputWatcher(files.output, None, None)
+
+    def command() -> Command:
+        values = node_marker_values(launch)
+        rendered = markers.render(launch.node["command"], values, markers.NODE_MARKERS, shell=True)
+        env = {
+            **markers.marker_env({m: values.get(m) for m in markers.NODE_MARKERS}, NODE_ENV_PREFIX),
+            **node_env(launch, values),
+        }
+        return Command(["/bin/sh", "-c", rendered], launch.workdir, env)
+
+    try:
+        end = await run_once(
+            files, command, timeout_minutes=launch.node.get("timeout_minutes"), watcher=watcher
+        )
+    except (Refused, LaunchError) as error:
+        return _not_started(launch, files, error, None)
+    return node_result(launch, files, end, watcher, None)
+
+
+def node_result(
+    launch: NodeLaunch,
+    files: ProcessFiles,
+    end: ProcessEnd,
+    watcher: OutputWatcher,
+    platform: Platform | None,
+) -> NodeResult:
+    """How the node ended, always with the reason when it did not succeed."""
     ended = NodeResult(
-        status="succeeded" if outcome.exit_code == 0 else "failed",
-        exit_code=outcome.exit_code,
-        log_path=str(log_path),
-        harness_session_id=outcome.session_id,
-        platform=platform_name,
+        status="succeeded" if end.exit_code == 0 else "failed",
+        exit_code=end.exit_code,
+        log_path=str(files.output),
+        harness_session_id=watcher.session_id,
+        platform=platform.name if platform else None,
     )
-    if outcome.timed_out:
-        message = f"node {launch.node['name']} timed out after {timeout} minutes"
+    if end.timed_out:
+        message = f"node {launch.node['name']} {end.problem}"
         return ended.model_copy(update={"status": "timed_out", "error": message})
-    limit = platform.usage_limit(outcome.tail, utcnow()) if platform and outcome.exit_code else None
+    if end.exit_code is None:
+        return ended.model_copy(update={"error": end.problem})
+    if end.exit_code == 0:
+        return ended
+    limit = platform.usage_limit(watcher.tail, utcnow()) if platform else None
     if limit is not None:
         reset_at = clamp_reset(limit.reset_at, utcnow())
         return ended.model_copy(
             update={"status": "limit_blocked", "limit_reset_at": reset_at, "error": limit.message}
         )
-    return ended
+    return ended.model_copy(update={"error": exit_reason(end.exit_code)})
 
 
-@activity.defn
-async def run_agent_node(launch: NodeLaunch) -> NodeResult:
-    """Launch the node's agent with its rendered prompt (resuming a session if asked)."""
-    before = previous_attempt()
-    resume = before.get("session_id") or launch.resume_session_id
-    node = launch.node
-    platform_name, model, effort = _agent_config(node, launch.member)
-    values = node_marker_values(launch)
-    prompt = markers.render(node["prompt"], values, markers.NODE_MARKERS)
-    argv = get_platform(platform_name).build_argv(
-        prompt, model=model, effort=effort, resume_session_id=resume
+def _not_started(
+    launch: NodeLaunch, files: ProcessFiles, error: Exception, platform: str | None
+) -> NodeResult:
+    """A node that could not start (bad template, unknown platform, no such workdir)."""
+    log = files.output if files.output.exists() else None
+    return NodeResult(
+        status="failed",
+        error=f"node {launch.node['name']} could not start: {error}",
+        log_path=str(log) if log else None,
+        platform=platform,
     )
-    return await run_node_process(argv, launch, node_env(launch, values), platform_name, resume)
-
-
-@activity.defn
-async def run_command_node(launch: NodeLaunch) -> NodeResult:
-    """Run the node's shell command (markers shell-quoted) in the workdir."""
-    previous_attempt()
-    values = node_marker_values(launch)
-    command = markers.render(launch.node["command"], values, markers.NODE_MARKERS, shell=True)
-    env = node_env(launch, values)
-    return await run_node_process(["/bin/sh", "-c", command], launch, env, None, None)
 
 
 def node_env(launch: NodeLaunch, values: dict[str, str | None]) -> dict[str, str]:

@@ -197,3 +197,13 @@ def fake_node(name: str, directives: str, **extra: Any) -> dict[str, Any]:
         "prompt": f"{{{{spec_name}}}}\n{directives}",
         **extra,
     }
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (an unreaped zombie has already stopped: a killed
+    node's process is reparented away from the worker, so nobody here reaps it)."""
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

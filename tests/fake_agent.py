@@ -134,11 +134,14 @@ class Invocation:
         return next((self.options[name][-1] for name in names if name in self.options), None)
 
     def read_prompt(self) -> str:
-        """The prompt: an option (gemini), the positional argument, or stdin."""
+        """The prompt: an option (gemini), the positional argument, or stdin (no
+        positional, or codex's ``-``)."""
         given = self.option("-p", "--prompt") if self.format == "gemini" else None
         if given is not None:
             return given
-        return " ".join(self.positionals) if self.positionals else sys.stdin.read()
+        if not self.positionals or (self.format == "codex" and self.positionals == ["-"]):
+            return sys.stdin.read()
+        return " ".join(self.positionals)
 
     @property
     def model(self) -> str | None:

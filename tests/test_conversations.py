@@ -75,8 +75,18 @@ def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Homes:
 
 def run(platform: Platform, prompt: str, cwd: Path, resume: str | None = None) -> tuple[str, str]:
     """One fake-agent run with the adapter's own argv: (session id, stdout)."""
-    argv = platform.build_argv(prompt, model=None, effort=None, resume_session_id=resume)
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=30, check=False)
+    invocation = platform.build_invocation(
+        prompt, model=None, effort=None, resume_session_id=resume
+    )
+    done = subprocess.run(
+        invocation.argv,
+        input=invocation.stdin,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     ids = [found for found in map(platform.session_id_from_line, done.stdout.splitlines()) if found]
     return ids[-1], done.stdout

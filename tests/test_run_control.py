@@ -14,7 +14,7 @@ from canopy.runmodels import ContinueRequest
 from canopy.store.engine import Store
 from canopy.store.models import Graph
 from tests.conftest import make_specs
-from tests.engine import eventually, fake_node, git
+from tests.engine import alive, eventually, fake_node, git
 
 pytestmark = pytest.mark.server
 TIMEOUT = 60.0
@@ -204,7 +204,7 @@ async def test_stop_kills_the_node_marks_the_spec_interrupted_and_pauses(
     assert blocker["kind"] == "stopped"
     assert blocker["node"] == "work"
     assert status_of(store, a) == "pending"
-    assert not Path(f"/proc/{pid}").exists(), "the node's process group was killed"
+    await eventually(lambda: not alive(pid), "the node's process group to be killed", TIMEOUT)
     info = graphs.graph_get(store, graph)
     assert [n["status"] for n in info["node_runs"]] == ["interrupted"]
     assert info["runs"][0]["id"] == started["run_id"]

@@ -1,7 +1,7 @@
 """What every platform adapter offers, and the pieces they share.
 
 A platform adapter is the only code that knows a harness CLI's argv and output shapes.
-The agent activity asks it three things: the argv to launch (fresh or resuming a harness
+The agent activity asks it three things: the argv (and stdin) to launch (fresh or resuming a harness
 session), the harness session id as output streams by (so it can heartbeat the id while
 the process runs and resume it after a crash), and whether the output shows a usage
 limit (so the run can wait for the reset instead of failing the spec). Sessions ask two
@@ -35,6 +35,18 @@ class UsageLimit:
 
 
 @dataclass(frozen=True)
+class Invocation:
+    """One headless run of a harness: its argv, and the text it reads on stdin.
+
+    Built-in harnesses read the prompt on stdin: an argv string is limited to 128 KiB on
+    Linux, so a prompt holding a large spec would fail to launch at all.
+    """
+
+    argv: list[str]
+    stdin: str | None = None
+
+
+@dataclass(frozen=True)
 class HarnessConversation:
     """One conversation in a harness's own on-disk history.
 
@@ -56,15 +68,15 @@ class Platform(ABC):
     name: str
 
     @abstractmethod
-    def build_argv(
+    def build_invocation(
         self,
         prompt: str,
         *,
         model: str | None,
         effort: str | None,
         resume_session_id: str | None,
-    ) -> list[str]:
-        """The argv of one headless run; no shell is involved, so values stay single args."""
+    ) -> Invocation:
+        """One headless run; no shell is involved, so values stay single args."""
 
     @abstractmethod
     def session_id_from_line(self, line: str) -> str | None:

@@ -1,9 +1,9 @@
 """Claude Code (``claude``) in print mode with ``stream-json`` output.
 
 argv: ``claude -p --output-format stream-json --verbose [--model M] [--effort E]
-[--resume ID] -- PROMPT``. ``-p`` is a boolean flag and the prompt a positional argument,
-so the prompt goes last, after ``--``: a prompt starting with ``-`` (a markdown list) is
-then never read as an option. Effort uses Claude Code's ``--effort`` flag.
+[--resume ID]``, the prompt on stdin (print mode reads it there when no prompt argument
+is given), so neither its size nor a leading ``-`` (a markdown list) can break the
+launch. Effort uses Claude Code's ``--effort`` flag.
 
 Session id: the ``session_id`` of the ``system``/``init`` event (and of the final
 ``result`` event). Usage limit: a ``rate_limit_event`` whose ``rate_limit_info.status``
@@ -34,6 +34,7 @@ from typing import Any
 
 from canopy.platforms.base import (
     HarnessConversation,
+    Invocation,
     JsonLinesPlatform,
     UsageLimit,
     first_line,
@@ -90,16 +91,16 @@ class ClaudePlatform(JsonLinesPlatform):
     executable: tuple[str, ...] = ("claude",)
     extra_args: tuple[str, ...] = ()
 
-    def build_argv(
+    def build_invocation(
         self,
         prompt: str,
         *,
         model: str | None,
         effort: str | None,
         resume_session_id: str | None,
-    ) -> list[str]:
-        """``claude -p --output-format stream-json --verbose [options] -- PROMPT``."""
-        return [
+    ) -> Invocation:
+        """``claude -p --output-format stream-json --verbose [options]``, prompt on stdin."""
+        argv = [
             *self.executable,
             *self.extra_args,
             "-p",
@@ -109,9 +110,8 @@ class ClaudePlatform(JsonLinesPlatform):
             *option("--model", model),
             *option("--effort", effort),
             *option("--resume", resume_session_id),
-            "--",
-            prompt,
         ]
+        return Invocation(argv, stdin=prompt)
 
     def session_id_from_line(self, line: str) -> str | None:
         """``session_id`` of the ``system`` (init) and ``result`` events."""

@@ -1,8 +1,8 @@
 """OpenAI Codex CLI (``codex exec``) with ``--json`` event output.
 
-argv: ``codex exec --json [--model M] [-c model_reasoning_effort=E] -- PROMPT``, and to
-resume ``codex exec --json [...] resume ID -- PROMPT``. The ``--`` keeps a prompt that
-starts with ``-`` (or is the word ``resume``) a prompt.
+argv: ``codex exec --json [--model M] [-c model_reasoning_effort=E] -``, and to resume
+``codex exec --json [...] resume ID -``; ``-`` makes Codex read the prompt on stdin, so
+neither its size nor its first word (``-x``, ``resume``) can break the launch.
 
 Session id: ``thread_id`` of the ``thread.started`` event. Usage limit: the message of an
 ``error`` or ``turn.failed`` event (or a plain-text line) saying "You've hit your usage
@@ -31,6 +31,7 @@ from typing import Any
 
 from canopy.platforms.base import (
     HarnessConversation,
+    Invocation,
     JsonLinesPlatform,
     UsageLimit,
     first_line,
@@ -83,18 +84,18 @@ class CodexPlatform(JsonLinesPlatform):
     executable: tuple[str, ...] = ("codex",)
     extra_args: tuple[str, ...] = ()
 
-    def build_argv(
+    def build_invocation(
         self,
         prompt: str,
         *,
         model: str | None,
         effort: str | None,
         resume_session_id: str | None,
-    ) -> list[str]:
-        """``codex exec --json [options] [resume ID] -- PROMPT``."""
+    ) -> Invocation:
+        """``codex exec --json [options] [resume ID] -``, the prompt on stdin."""
         effort_override = f"model_reasoning_effort={effort}" if effort else None
         resume = ["resume", resume_session_id] if resume_session_id else []
-        return [
+        argv = [
             *self.executable,
             "exec",
             *self.extra_args,
@@ -102,9 +103,9 @@ class CodexPlatform(JsonLinesPlatform):
             *option("--model", model),
             *option("-c", effort_override),
             *resume,
-            "--",
-            prompt,
+            "-",
         ]
+        return Invocation(argv, stdin=prompt)
 
     def session_id_from_line(self, line: str) -> str | None:
         """``thread_id`` of ``thread.started`` (a resumed thread keeps its id)."""

@@ -42,7 +42,8 @@ class PlatformSettings(BaseModel):
     @field_validator("argv", "resume_argv")
     @classmethod
     def _known_placeholders(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        """A non-empty template passing the prompt, naming only known placeholders."""
+        """A non-empty template naming only known placeholders (without ``{prompt}`` the
+        prompt goes on stdin)."""
         if value is None:
             return None
         if not value or not value[0]:
@@ -52,8 +53,6 @@ class PlatformSettings(BaseModel):
         if unknown:
             known = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
             raise ValueError(f"unknown placeholder {{{sorted(unknown)[0]}}} (known: {known})")
-        if not any("{prompt}" in item for item in value):
-            raise ValueError("must pass the prompt with a {prompt} element")
         return value
 
     @field_validator("resume_argv")

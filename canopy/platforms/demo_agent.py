@@ -1,7 +1,8 @@
 """The agent behind the built-in ``demo`` platform: no API key, no network.
 
 ``python -m canopy.platforms.demo_agent -p --output-format stream-json --verbose
-[--model M] [--effort E] [--resume ID] -- PROMPT`` accepts Claude Code's argv, prints
+[--model M] [--effort E] [--resume ID] [-- PROMPT]`` accepts Claude Code's argv (the
+prompt on stdin when no argument gives it, as Canopy passes it), prints
 Claude-style stream-json (an ``init`` event with a fresh session id, or the resumed one,
 an assistant message and a ``result``), and does a tiny, visible piece of work in the
 current directory, which must be a git work tree: it appends ``- <first prompt line>`` to
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     session_id = args.resume or str(uuid.uuid4())
     model = args.model or "demo"
     _emit({"type": "system", "subtype": "init", "session_id": session_id, "model": model})
-    title = _title(args.prompt)
+    title = _title(sys.stdin.read() if args.prompt is None else args.prompt)
     try:
         _commit_change(Path.cwd(), title)
     except (OSError, subprocess.CalledProcessError) as error:
@@ -58,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--model")
     parser.add_argument("--effort")
     parser.add_argument("--resume")
-    parser.add_argument("prompt")
+    parser.add_argument("prompt", nargs="?")
     return parser
 
 

@@ -1,8 +1,9 @@
 """Google Gemini CLI (``gemini``) in headless mode with ``stream-json`` output.
 
-argv: ``gemini --output-format stream-json [-m M] [--resume ID] --prompt=PROMPT``. The
-``--prompt=`` form binds the prompt to its option even when it starts with ``-``. Gemini
-CLI has no per-run effort flag (thinking budgets live in its settings), so ``effort`` is
+argv: ``gemini --output-format stream-json [-m M] [--resume ID]``, the prompt on stdin
+(Gemini CLI runs headless when stdin is not a terminal and takes it as the prompt), so
+neither its size nor a leading ``-`` can break the launch. Gemini CLI has no per-run
+effort flag (thinking budgets live in its settings), so ``effort`` is
 not passed.
 
 Session id: ``session_id`` of the ``init`` event. Usage limit: an ``error`` event, an
@@ -41,6 +42,7 @@ from typing import Any
 
 from canopy.platforms.base import (
     HarnessConversation,
+    Invocation,
     JsonLinesPlatform,
     UsageLimit,
     first_line,
@@ -90,24 +92,24 @@ class GeminiPlatform(JsonLinesPlatform):
     executable: tuple[str, ...] = ("gemini",)
     extra_args: tuple[str, ...] = ()
 
-    def build_argv(
+    def build_invocation(
         self,
         prompt: str,
         *,
         model: str | None,
         effort: str | None,
         resume_session_id: str | None,
-    ) -> list[str]:
-        """``gemini --output-format stream-json [-m M] [--resume ID] --prompt=PROMPT``."""
-        return [
+    ) -> Invocation:
+        """``gemini --output-format stream-json [-m M] [--resume ID]``, prompt on stdin."""
+        argv = [
             *self.executable,
             *self.extra_args,
             "--output-format",
             "stream-json",
             *option("-m", model),
             *option("--resume", resume_session_id),
-            f"--prompt={prompt}",
         ]
+        return Invocation(argv, stdin=prompt)
 
     def session_id_from_line(self, line: str) -> str | None:
         """``session_id`` of the ``init`` event."""

@@ -1,7 +1,9 @@
 """User-defined platforms: an argv template from the config file.
 
 Placeholders ``{prompt}``, ``{model}``, ``{effort}`` and ``{session_id}`` are substituted
-inside each argv element, once and without a shell: a value can never become a second
+inside each argv element, once and without a shell. A template without ``{prompt}``
+gets the prompt on stdin, which no argv size limit applies to (one argv element holds at
+most 128 KiB on Linux). a value can never become a second
 element, run a command, or expand another placeholder. An element with a placeholder
 whose value is unset (``{model}`` with no model) is dropped; when that element is only
 the placeholder and the element before it is a literal option (``--model``), the option
@@ -14,7 +16,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from canopy.platforms.base import Platform, UsageLimit, first_line
+from canopy.platforms.base import Invocation, Platform, UsageLimit, first_line
 from canopy.platforms.resets import from_epoch
 
 PLACEHOLDERS = ("prompt", "model", "effort", "session_id")
@@ -38,21 +40,23 @@ class TemplatePlatform(Platform):
     session_id_pattern: re.Pattern[str] | None = None
     limit_pattern: re.Pattern[str] | None = None
 
-    def build_argv(
+    def build_invocation(
         self,
         prompt: str,
         *,
         model: str | None,
         effort: str | None,
         resume_session_id: str | None,
-    ) -> list[str]:
-        """``resume_argv`` when resuming and configured, else ``argv``, substituted."""
+    ) -> Invocation:
+        """``resume_argv`` when resuming and configured, else ``argv``, substituted; the
+        prompt goes on stdin when the template has no ``{prompt}``."""
         values = {"prompt": prompt, "model": model or None, "effort": effort or None}
         template = self.argv
         if resume_session_id and self.resume_argv is not None:
             template = self.resume_argv
             values["session_id"] = resume_session_id
-        return substitute(template, values)
+        in_argv = any("{prompt}" in element for element in template)
+        return Invocation(substitute(template, values), stdin=None if in_argv else prompt)
 
     def session_id_from_line(self, line: str) -> str | None:
         """Group 1 of ``session_id_pattern`` on this line."""
