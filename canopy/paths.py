@@ -33,6 +33,28 @@ def canopy_home() -> Path:
     return Path(home_dir())
 
 
+def inside(base: Path, *parts: str) -> Path:
+    """``base / part / …``, refused if the result would leave ``base``.
+
+    For every path built from input (names, ids, events): a part that is absolute, holds
+    ``..``, a NUL or anything else that resolves outside ``base`` must not pick where
+    Canopy writes. The check is lexical and on the resolved path, so a symlink inside
+    ``base`` pointing out is refused too.
+    """
+    from pathlib import Path
+
+    from canopy.errors import Refused
+
+    if any("\x00" in part for part in parts):
+        raise Refused(f"refusing a path under {base} from a name holding a NUL character")
+    joined = base.joinpath(*parts)
+    root = base.resolve()
+    target = joined.resolve()
+    if not (target == root or target.is_relative_to(root)) or ".." in Path(*parts).parts:
+        raise Refused(f"refusing path {joined}: it leaves {base}")
+    return joined
+
+
 def sqlite_path() -> str:
     """The default store file inside the data dir."""
     return os.path.join(home_dir(), "canopy.db")
