@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from canopy.errors import Refused
+from canopy.limits import SPEC_BODY_MAX_BYTES, text_problem
 
 SECTION_NAMES: tuple[str, ...] = (
     "summary",
@@ -162,8 +163,11 @@ def validate_for_write(text: str) -> dict[str, str]:
 
     Stricter than reading: legacy heading bodies are refused (new writes must use the
     tags, so the backlog converges on one format) and ``<summary>`` must be exactly one
-    non-empty line, because listings show it as a name's one-line description.
+    non-empty line, because listings show it as a name's one-line description. The body
+    must also be storable text (no NUL, valid Unicode) of at most 1 MiB: every prompt of
+    every node carries it, and a database text column is no place for megabytes.
     """
+    _check_storable(text)
     try:
         sections = parse_tagged(text)
     except Refused:
@@ -180,6 +184,15 @@ def validate_for_write(text: str) -> dict[str, str]:
     if lines != 1:
         raise _refuse(f"<summary> must be exactly one line (found {lines} lines)")
     return sections
+
+
+def _check_storable(text: str) -> None:
+    """Refuse a body that is not storable text, or larger than 1 MiB of UTF-8."""
+    problem = text_problem(text)
+    if problem is not None:
+        raise _refuse(problem)
+    if len(text) > SPEC_BODY_MAX_BYTES or len(text.encode("utf-8")) > SPEC_BODY_MAX_BYTES:
+        raise _refuse(f"larger than 1 MiB ({SPEC_BODY_MAX_BYTES} bytes of UTF-8)")
 
 
 def render_tagged(sections: Mapping[str, str]) -> str:

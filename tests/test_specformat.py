@@ -338,9 +338,10 @@ _raw = st.lists(st.one_of(st.text(max_size=12), st.sampled_from(FRAGMENTS)), max
 
 
 def _clean(name: str, raw: str) -> str:
-    """Make ``raw`` legal content for ``name``: no own closing tag, stripped, summary one line."""
+    """Make ``raw`` legal content for ``name``: no own closing tag, no NUL (a body refuses
+    it), stripped, summary one line."""
     closing = f"</{name}>"
-    text = raw
+    text = raw.replace("\x00", "")
     while True:
         previous = text
         text = text.replace(closing, "")

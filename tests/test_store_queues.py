@@ -191,7 +191,7 @@ def test_a_name_shared_by_older_queues_is_refused_as_ambiguous(store: Store) -> 
 def test_overlong_names_and_groups_are_refused(store: Store, field: str, limit: int) -> None:
     (spec,) = new_specs(store, 1)
     queue = queues.queue_create(store, "q")["id"]
-    with pytest.raises(Refused, match=f"the limit is {limit}"):
+    with pytest.raises(Refused, match=f"must be at most {limit} characters"):
         if field == "name":
             queues.queue_create(store, "x" * (limit + 1))
         else:

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session as Db
 
-from canopy.errors import Refused
+from canopy.limits import NOTIFICATIONS_LIMIT, check_range
 from canopy.store.engine import Store
 from canopy.store.models import Notification
 from canopy.timefmt import to_iso, utcnow
@@ -35,9 +35,11 @@ def notify(
 
 
 def notifications_list(store: Store, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
-    """The ``limit`` most recent notifications, newest first."""
-    if limit < 1:
-        raise Refused(f"limit must be at least 1, not {limit}")
+    """The ``limit`` most recent notifications, newest first.
+
+    ``limit`` is bounded above too: SQLite cannot bind an integer beyond 64 bits.
+    """
+    check_range(limit, NOTIFICATIONS_LIMIT, "limit")
     with store.transaction() as db:
         found = db.scalars(
             select(Notification)

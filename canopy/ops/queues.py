@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session
 
 from canopy.errors import Refused
 from canopy.ids import new_id
-from canopy.ops.common import GROUP_MAX_LENGTH, one_line, rows_of
+from canopy.limits import GROUP_MAX_LENGTH, clean_name
+from canopy.ops.common import rows_of
 from canopy.queue_rules import Member, grouped_add_index, regrouped, reordered
 from canopy.store import queries
 from canopy.store.engine import Store
@@ -23,12 +24,12 @@ from canopy.timefmt import utcnow
 
 def queue_create(store: Store, name: str) -> dict[str, Any]:
     """An empty queue; names are unique so they can stand in for ids."""
-    clean_name = one_line(name, "queue name")
+    checked_name = clean_name(name, "queue name")
     with store.transaction() as session:
-        taken = session.scalar(select(Queue.id).where(Queue.name == clean_name))
+        taken = session.scalar(select(Queue.id).where(Queue.name == checked_name))
         if taken is not None:
-            raise Refused(f"queue name {clean_name!r} is taken by {taken}")
-        queue = Queue(id=new_id("queue"), name=clean_name, created_at=utcnow())
+            raise Refused(f"queue name {checked_name!r} is taken by {taken}")
+        queue = Queue(id=new_id("queue"), name=checked_name, created_at=utcnow())
         session.add(queue)
         session.flush()
         return queries.queue_listing(rows_of(session), queue.id)
@@ -113,7 +114,7 @@ def remove_member_row(session: Session, queue_id: str, spec_id: str) -> None:
 
 
 def _clean_group(group: str | None) -> str | None:
-    return None if group is None else one_line(group, "group", GROUP_MAX_LENGTH)
+    return None if group is None else clean_name(group, "group", GROUP_MAX_LENGTH)
 
 
 def _resolve_pair(session: Session, queue: str, spec: str, member: bool) -> tuple[str, str]:

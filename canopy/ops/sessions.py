@@ -19,9 +19,16 @@ from sqlalchemy.orm import Session as Db
 from canopy import temporal_client
 from canopy.errors import Refused
 from canopy.ids import new_id
-from canopy.ops.common import one_line, rows_of
+from canopy.limits import (
+    SESSION_NAME_MAX_LENGTH,
+    TEXT_MAX_LENGTH,
+    check_text,
+    clean_name,
+    clean_path_safe_name,
+)
+from canopy.ops.common import rows_of
 from canopy.ops.notifications import notify
-from canopy.paths import canopy_home
+from canopy.paths import canopy_home, inside
 from canopy.platforms import get_platform
 from canopy.session_names import generated_name
 from canopy.store import queries
@@ -37,8 +44,6 @@ SOURCE_PROMPTBUILDER = "promptbuilder"
 SESSION_NOT_FOUND = "session_not_found"
 RECALLABLE_STATUSES = (SESSION_NOT_FOUND, "failed")
 """Messages that could not be delivered: what ``session recall`` shows."""
-SESSION_NAME_MAX_LENGTH = 200
-PROMPT_MAX_LENGTH = 200_000
 
 
 def session_new(
@@ -51,9 +56,9 @@ def session_new(
     """
     get_platform(platform)
     clean_workdir = _existing_workdir(workdir)
-    clean_name = _clean_name(name) if name is not None else None
+    checked_name = _clean_name(name) if name is not None else None
     with store.transaction() as db:
-        return _create(db, platform, clean_workdir, clean_name, conversation_id=None)
+        return _create(db, platform, clean_workdir, checked_name, conversation_id=None)
 
 
 def session_list(store: Store, include_finished: bool = False) -> dict[str, Any]:
@@ -122,7 +127,10 @@ def session_resume_conversation(
     Canopy never saw becomes a new session with a fresh id and a fresh generated name:
     hooks aimed at an old id do not follow it, by design.
     """
-    clean_id = one_line(conversation_id, "harness conversation id", SESSION_NAME_MAX_LENGTH)
+    # The id goes into the harness's argv and its history's file names: path-safe.
+    clean_id = clean_path_safe_name(
+        conversation_id, "harness conversation id", SESSION_NAME_MAX_LENGTH
+    )
     adapter = get_platform(platform)
     clean_workdir = _existing_workdir(workdir)
     with store.transaction() as db:
@@ -400,7 +408,7 @@ def _create(
             host=temporal_client.this_host(),
             harness_conversation_id=conversation_id,
             status=LIVE,
-            transcript_path=str(canopy_home() / "sessions" / session_id / "transcript.jsonl"),
+            transcript_path=str(inside(canopy_home(), "sessions", session_id, "transcript.jsonl")),
             created_at=now,
             updated_at=now,
         )
@@ -451,12 +459,10 @@ def _existing_workdir(workdir: str | None) -> str:
 
 
 def _clean_name(name: str) -> str:
-    return one_line(name, "session name", SESSION_NAME_MAX_LENGTH)
+    return clean_name(name, "session name", SESSION_NAME_MAX_LENGTH)
 
 
 def _clean_prompt(prompt: str) -> str:
     if not prompt.strip():
         raise Refused("prompt must not be empty")
-    if len(prompt) > PROMPT_MAX_LENGTH:
-        raise Refused(f"prompt is {len(prompt)} characters long; the limit is {PROMPT_MAX_LENGTH}")
-    return prompt
+    return check_text(prompt, "prompt", TEXT_MAX_LENGTH)

@@ -8,7 +8,8 @@ from sqlalchemy.orm import Session
 from canopy import specformat
 from canopy.errors import Refused
 from canopy.ids import new_id
-from canopy.ops.common import one_line, rows_of
+from canopy.limits import clean_name
+from canopy.ops.common import rows_of
 from canopy.ops.queues import remove_member_row
 from canopy.statuses import ACTIVE_RUN_STATUSES, SET_STATUS_ACTIONS, check_spec_status
 from canopy.store import queries
@@ -36,14 +37,14 @@ def spec_get(store: Store, spec: str) -> dict[str, Any]:
 
 def spec_create(store: Store, name: str, body: str, workdir: str | None = None) -> dict[str, Any]:
     """A new standalone, pending spec; the body must be in the tagged format."""
-    clean_name = one_line(name, "spec name")
+    checked_name = clean_name(name, "spec name")
     specformat.validate_for_write(body)
     tag = normalize_workdir(workdir) if workdir is not None else None
     now = utcnow()
     with store.transaction() as session:
         spec = Spec(
             id=new_id("spec"),
-            name=clean_name,
+            name=checked_name,
             body=body,
             workdir=tag,
             status="pending",
@@ -68,14 +69,14 @@ def spec_update(
         raise Refused("spec update needs at least one of name, body, workdir or clear_workdir")
     if workdir is not None and clear_workdir:
         raise Refused("spec update takes either workdir or clear_workdir, not both")
-    clean_name = one_line(name, "spec name") if name is not None else None
+    checked_name = clean_name(name, "spec name") if name is not None else None
     if body is not None:
         specformat.validate_for_write(body)
     tag = normalize_workdir(workdir) if workdir is not None else None
     with store.transaction() as session:
         row = _load(session, spec)
-        if clean_name is not None:
-            row.name = clean_name
+        if checked_name is not None:
+            row.name = checked_name
         if body is not None:
             row.body = body
         if tag is not None or clear_workdir:
