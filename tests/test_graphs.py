@@ -263,9 +263,18 @@ REFUSALS: list[tuple[str, Mutation, str]] = [
     ("prompt on command", node(1, prompt="x"), "a command node takes no prompt"),
     ("model on command", node(1, model="x"), "model and effort apply to platform nodes only"),
     ("unknown hook event", top(hooks={"on_done": []}), "hooks: unknown event 'on_done'; events:"),
-    ("max_visits", node(2, max_visits=0), "nodes[2].max_visits (node fix): Input should be"),
+    (
+        "max_visits",
+        node(2, max_visits=0),
+        "nodes[2].max_visits (node fix): 0 is out of range; it must be between 1 and 1000",
+    ),
     ("max_visits type", node(2, max_visits="3"), "nodes[2].max_visits (node fix): Input should be"),
-    ("timeout", node(0, timeout_minutes=0), "nodes[0].timeout_minutes (node implement): Input"),
+    (
+        "timeout",
+        node(0, timeout_minutes=0),
+        "nodes[0].timeout_minutes (node implement): 0 is out of range; it must be between 1 "
+        "and 10080 minutes (7 days)",
+    ),
     ("missing name", top(name=None), "name is required"),
     ("multi-line name", top(name="a\nb"), "name: must be a single line"),
     ("blank node name", node(0, name=" "), "nodes[0].name: must not be empty"),

@@ -132,7 +132,8 @@ HOOK_REFUSALS: list[tuple[str, dict[str, Any], str]] = [
     (
         "zero timeout",
         {"on_completed": [{**AGENT, "timeout_minutes": 0}]},
-        "hooks.on_completed[0].timeout_minutes: Input should be greater than 0",
+        "hooks.on_completed[0].timeout_minutes: 0 is out of range; it must be between 1 and "
+        "10080 minutes (7 days)",
     ),
     (
         "unknown field",

@@ -3,7 +3,8 @@
 Pydantic models with unknown fields forbidden and no type coercion, so a typo such as
 ``modle`` or ``"max_visits": "3"`` is refused instead of silently ignored. Everything a
 definition can get wrong on its own (shape, references between nodes and ensembles,
-platforms, markers, hook modes and events) is checked here; what needs the store (bound
+platforms, markers, hook modes and events, and the ranges, sizes and name rules of
+:mod:`canopy.limits`) is checked here; what needs the store (bound
 spec ids, hooks' ``spec_ids``) is checked by :mod:`canopy.ops.graphs`.
 :func:`validation_refusal` turns pydantic's multi-line report into the one-line
 :class:`Refused` every front end prints.
@@ -28,16 +29,31 @@ from pydantic_core import ErrorDetails
 
 from canopy.errors import Refused
 from canopy.graphs.hooks import SPEC_EVENTS, fold_legacy_on_completed
+from canopy.limits import (
+    DEFAULT_MAX_VISITS,
+    ENSEMBLE_NAME_MAX_LENGTH,
+    HOOK_TIMEOUT_MINUTES,
+    ID_MAX_LENGTH,
+    MAX_VISITS,
+    NAME_MAX_LENGTH,
+    NODE_NAME_MAX_LENGTH,
+    NODE_TIMEOUT_MINUTES,
+    SESSION_NAME_MAX_LENGTH,
+    TEXT_MAX_LENGTH,
+    Range,
+    name_problem,
+    nesting_problem,
+    range_problem,
+    text_problem,
+)
 from canopy.markers import HOOK_MARKERS, NODE_MARKERS, check_template
 from canopy.platforms import platform_names
 from canopy.runmodels import HOOK_EVENTS
 from canopy.workdirs import normalize_workdir
 
-DEFAULT_MAX_VISITS = 5
-"""How often one node may run for one spec unless the node says otherwise."""
-
 _STRICT = ConfigDict(extra="forbid", strict=True)
 _Item = TypeVar("_Item")
+_Number = TypeVar("_Number", int, float)
 
 
 def _not_blank(value: str) -> str:
@@ -46,12 +62,44 @@ def _not_blank(value: str) -> str:
     return value
 
 
-def _one_line(value: str) -> str:
-    """Names are shown in tables and refusals, so they are one stripped line."""
-    cleaned = _not_blank(value).strip()
-    if "\n" in cleaned or "\r" in cleaned:
-        raise ValueError("must be a single line")
-    return cleaned
+def _storable(value: str) -> str:
+    """Prompts and commands: no NUL (it ends argv strings), valid Unicode, bounded."""
+    problem = text_problem(value, TEXT_MAX_LENGTH)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _named(max_length: int, path_safe: bool = False) -> AfterValidator:
+    """A name field: :func:`canopy.limits.name_problem`'s rule, stored stripped."""
+
+    def check(value: str) -> str:
+        problem = name_problem(value, max_length, path_safe)
+        if problem is not None:
+            raise ValueError(problem)
+        return value.strip()
+
+    return AfterValidator(check)
+
+
+def _within(bounds: Range) -> AfterValidator:
+    """A number field kept inside ``bounds`` (finite: NaN and infinities never are)."""
+
+    def check(value: _Number) -> _Number:
+        problem = range_problem(value, bounds)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    return AfterValidator(check)
+
+
+def _workdir(value: str) -> str:
+    """:func:`normalize_workdir`, its refusal reported at the field like any other."""
+    try:
+        return normalize_workdir(value)
+    except Refused as refusal:
+        raise ValueError(refusal.message.removeprefix("workdir ")) from None
 
 
 def _not_empty(items: list[_Item]) -> list[_Item]:
@@ -67,12 +115,17 @@ def _known_platform(value: str) -> str:
     return value
 
 
-Text = Annotated[str, AfterValidator(_not_blank)]
+Text = Annotated[str, AfterValidator(_not_blank), AfterValidator(_storable)]
 Platform = Annotated[str, AfterValidator(_known_platform)]
-# The lengths match the store's columns (graphs.name, node_runs.node).
-GraphName = Annotated[str, Field(max_length=400), AfterValidator(_one_line)]
-NodeName = Annotated[str, Field(max_length=200), AfterValidator(_one_line)]
-Workdir = Annotated[str, AfterValidator(_not_blank), AfterValidator(normalize_workdir)]
+GraphName = Annotated[str, _named(NAME_MAX_LENGTH)]
+NodeName = Annotated[str, _named(NODE_NAME_MAX_LENGTH, path_safe=True)]
+"""Path-safe: a node's name is part of its log file's name."""
+EnsembleName = Annotated[str, _named(ENSEMBLE_NAME_MAX_LENGTH)]
+SessionName = Annotated[str, _named(SESSION_NAME_MAX_LENGTH)]
+SessionId = Annotated[str, _named(ID_MAX_LENGTH)]
+Workdir = Annotated[str, AfterValidator(_workdir)]
+MaxVisits = Annotated[int, _within(MAX_VISITS)]
+NodeTimeout = Annotated[float, _within(NODE_TIMEOUT_MINUTES)]
 
 
 class AgentConfig(BaseModel):
@@ -102,8 +155,8 @@ class Node(BaseModel):
     command: Text | None = None
     next: Text | None = None
     on_failure: Text | None = None
-    max_visits: int = Field(default=DEFAULT_MAX_VISITS, ge=1)
-    timeout_minutes: float | None = Field(default=None, gt=0)
+    max_visits: MaxVisits = DEFAULT_MAX_VISITS
+    timeout_minutes: NodeTimeout | None = None
 
     @model_validator(mode="after")
     def _well_formed(self) -> Node:
@@ -153,7 +206,7 @@ def _names_a_spec(spec_ids: list[str]) -> list[str]:
     return spec_ids
 
 
-HookTimeout = Annotated[int | float, Field(gt=0)]
+HookTimeout = Annotated[int | float, _within(HOOK_TIMEOUT_MINUTES)]
 """``int | float`` rather than ``float`` so a stored hook keeps ``30`` as written, not
 ``30.0``: the config that fires (and is copied into the hook run) is the one stored."""
 
@@ -179,8 +232,8 @@ class Hook(BaseModel):
     effort: Text | None = None
     timeout_minutes: HookTimeout | None = None
     command: Text | None = None
-    target_session_id: Text | None = None
-    target_session_name: Text | None = None
+    target_session_id: SessionId | None = None
+    target_session_name: SessionName | None = None
     spec_ids: Annotated[list[Text], AfterValidator(_names_a_spec)] | None = None
 
     @model_validator(mode="after")
@@ -233,7 +286,7 @@ class GraphDefinition(BaseModel):
     workdir: Workdir | None = None
     allow_dirty_start: bool = False
     nodes: Annotated[list[Node], AfterValidator(_not_empty)]
-    ensembles: dict[str, Ensemble] = Field(default_factory=dict)
+    ensembles: dict[EnsembleName, Ensemble] = Field(default_factory=dict)
     hooks: Hooks = Field(default_factory=dict)
     specs: list[Text] = Field(default_factory=list)
 
@@ -305,7 +358,14 @@ def _reference_problem(
 
 
 def validate_definition(data: Mapping[str, Any]) -> GraphDefinition:
-    """``data`` as a checked definition, or one :class:`Refused` line naming the problem."""
+    """``data`` as a checked definition, or one :class:`Refused` line naming the problem.
+
+    Nesting is checked first, without recursion: validating (or storing, or printing) a
+    structure thousands of levels deep would hit Python's recursion limit instead.
+    """
+    problem = nesting_problem(data)
+    if problem is not None:
+        raise Refused(f"graph definition refused: {problem}")
     try:
         return GraphDefinition.model_validate(dict(data))
     except ValidationError as error:

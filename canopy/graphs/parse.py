@@ -3,23 +3,30 @@
 The format follows the file extension (``.json`` / ``.toml``); without one (stdin, a
 tool argument) text starting with ``{`` is JSON and anything else TOML. Syntax errors
 become one :class:`Refused` line with the line number, so ``canopy graph create`` points
-at the mistake the same way for both formats. Only syntax is checked here; the meaning
-of the fields is :func:`canopy.graphs.model.validate_definition`'s job.
+at the mistake the same way for both formats. So do the parsers' other ways to fail on
+hostile text: nesting deep enough to exhaust the recursion limit, and integers longer
+than Python converts (``ValueError``). Only syntax is checked here; the meaning of the
+fields, and how deep they may nest, is :func:`canopy.graphs.model.validate_definition`'s
+job.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 import tomllib
 from pathlib import PurePath
 from typing import Any
 
 from canopy.errors import Refused
+from canopy.limits import NESTING_MAX_DEPTH
 
 STDIN = "-"
 """The file name that means standard input."""
 
+_TOO_DEEP = f"nested deeper than {NESTING_MAX_DEPTH} levels"
+_TOO_LONG = f"a number has more than {sys.get_int_max_str_digits()} digits"
 _TOML_LOCATION = re.compile(r"(?P<message>.*) \(at line (?P<line>\d+), column \d+\)", re.DOTALL)
 
 
@@ -50,6 +57,10 @@ def _parse_json(text: str, label: str) -> Any:
         raise Refused(f"{label}: line {error.lineno}: {error.msg}") from None
     except _DuplicateKey as duplicate:
         raise Refused(f"{label}: duplicate key {duplicate.args[0]!r}") from None
+    except RecursionError:
+        raise Refused(f"{label}: {_TOO_DEEP}") from None
+    except ValueError:  # not a syntax error: an integer longer than Python converts
+        raise Refused(f"{label}: {_TOO_LONG}") from None
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -67,6 +78,14 @@ def _parse_toml(text: str, label: str) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as error:
         found = _TOML_LOCATION.fullmatch(str(error))
         if found is None:
-            raise Refused(f"{label}: {' '.join(str(error).split())}") from None
+            raise Refused(f"{label}: {_one_line(str(error))}") from None
         message = " ".join(found["message"].split())
         raise Refused(f"{label}: line {found['line']}: {message}") from None
+    except RecursionError:
+        raise Refused(f"{label}: {_TOO_DEEP}") from None
+    except ValueError:
+        raise Refused(f"{label}: {_TOO_LONG}") from None
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
