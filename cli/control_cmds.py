@@ -13,7 +13,7 @@ import typer
 from canopy.ops import control
 from canopy.store.engine import open_store
 from cli.options import JsonFlag
-from cli.render import emit, print_line
+from cli.render import emit, print_line, spinner
 
 GraphArgument = Annotated[str, typer.Argument(help="Graph name or id prefix.")]
 
@@ -56,9 +56,7 @@ def reset(graph: GraphArgument, as_json: JsonFlag = False) -> None:
 
 def _steer(doing: str, work: Coroutine[Any, Any, dict[str, Any]], as_json: bool) -> None:
     """Run one control command with a spinner on stderr, then print its outcome."""
-    from rich.console import Console
-
-    with Console(stderr=True).status(f"{doing}…"):
+    with spinner(f"{doing}…"):
         result = asyncio.run(work)
     emit(result, as_json, lambda: _show(result))
 

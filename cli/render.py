@@ -2,17 +2,56 @@
 
 ``--json`` prints machine output on stdout; human output uses rich tables. Refusals are
 one line on stderr and exit code 1 (usage errors are typer's exit 2).
+
+Human output shows what users and agents typed, and what a store written by an older
+Canopy still holds: names with escape sequences, NULs, lone surrogates. Every human
+printer here passes its text through :func:`printable`, so a name such as
+``\\x1b]0;title\\x07`` is shown as those characters instead of retitling the terminal,
+and a newline inside a one-line field cannot forge another line. Rich markup and emoji
+codes are off for the same reason: ``[/x]`` in a name is text, not a broken tag. JSON
+output needs none of this (json escapes control characters).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from contextlib import AbstractContextManager
     from typing import Any
+
+_ACTED_ON = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+"""What a terminal would act on rather than show: C0 but tab and newline, DEL, C1, the
+line and paragraph separators, the bidirectional overrides (which reorder what follows,
+"Trojan Source") and lone surrogates (which cannot even be encoded)."""
+_UNPRINTABLE = f"[{_ACTED_ON}]"
+_UNPRINTABLE_IN_LINE = f"[{_ACTED_ON}\t\n]"
+"""The same plus tab and newline, for text that must stay on one line."""
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(found: re.Match[str]) -> str:
+    char = found.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str, *, multiline: bool = False) -> str:
+    """``text`` with every character a terminal would act on shown as its escape.
+
+    ``\\x1b`` for ESC, ``\\n`` for a newline. ``multiline`` keeps newlines and tabs, for
+    bodies and replies that are meant to span lines.
+    """
+    if text.isprintable():  # the usual case; none of the characters above is printable
+        return text
+    return re.sub(_UNPRINTABLE if multiline else _UNPRINTABLE_IN_LINE, _escape, text)
 
 
 def print_json(data: Any) -> None:
@@ -29,27 +68,45 @@ def emit(data: Any, as_json: bool, human: Callable[[], None]) -> None:
 
 
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """Render a rich table on stdout; an empty table prints a short '(none)' line instead."""
+    """Render a rich table on stdout; an empty table prints a short '(none)' line instead.
+
+    Cells and the title are one-line fields: :func:`printable` escapes their newlines too.
+    """
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(markup=False, emoji=False)
+    shown_title = printable(title) if title else None
     if not rows:
-        console.print(f"{title + ': ' if title else ''}(none)")
+        console.print(f"{shown_title + ': ' if shown_title else ''}(none)")
         return
-    table = Table(title=title, title_justify="left")
+    table = Table(title=shown_title, title_justify="left")
     for column in columns:
         table.add_column(column)
     for row in rows:
-        table.add_row(*("" if cell is None else str(cell) for cell in row))
+        table.add_row(*("" if cell is None else printable(str(cell)) for cell in row))
     console.print(table)
 
 
 def print_line(text: str) -> None:
-    """A plain human line on stdout."""
-    sys.stdout.write(text + "\n")
+    """A plain human line on stdout; anything in it that would break the line is escaped."""
+    sys.stdout.write(printable(text) + "\n")
+
+
+def print_block(text: str) -> None:
+    """Multi-line human text on stdout (a body, a reply): newlines and tabs are kept."""
+    sys.stdout.write(printable(text, multiline=True) + "\n")
+
+
+def spinner(text: str) -> AbstractContextManager[Any]:
+    """A status spinner on stderr (shown only on a terminal), its text escaped."""
+    from rich.console import Console
+    from rich.text import Text
+
+    # A str status would be parsed as markup whatever the console says; Text is not.
+    return Console(stderr=True).status(Text(printable(text)))
 
 
 def refuse(message: str) -> None:
     """Print a refusal as one line on stderr (the caller exits 1)."""
-    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.write(f"error: {printable(message)}\n")

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from cli.render import print_line, print_table
+from cli.render import print_block, print_line, print_table
 
 
 def show_sessions(result: dict[str, Any]) -> None:
@@ -34,7 +34,7 @@ def show_message(message: dict[str, Any]) -> None:
     """One message after send, with its delivery state."""
     print_line(f"{message['id']} for {message['session_id']}: {message['status']}")
     if message["delivery"]["reply"]:
-        print_line(message["delivery"]["reply"])
+        print_block(message["delivery"]["reply"])
     if message.get("error"):
         print_line(f"error: {message['error']}")
     if message.get("warning"):

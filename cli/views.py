@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any
 
-from cli.render import print_line, print_table
+from cli.render import print_block, print_line, print_table
 
 
 def show_spec_list(specs: list[dict[str, Any]]) -> None:
@@ -59,4 +59,4 @@ def show_spec(spec: dict[str, Any]) -> None:
     if spec["needs_conversion"]:
         print_line("needs conversion: heading format; rewrite it into the seven tags")
     print_line("")
-    print_line(spec["body"].rstrip("\n"))
+    print_block(spec["body"].rstrip("\n"))
