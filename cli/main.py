@@ -1,20 +1,26 @@
 """Entry point of the ``canopy`` console script.
 
 Hot read-only commands go through :mod:`cli.fastlane` (stdlib only, no typer, no
-SQLAlchemy, no temporalio); everything else builds the typer app. A refusal from any
-operation becomes one line on stderr and exit code 1.
+SQLAlchemy, no temporalio); everything else builds the typer app. Whatever happens, a
+failed command prints one line on stderr and exits 1: a refusal from any operation as
+``error: <reason>``, anything else (a bug, the store refusing a racing write) as the one
+line :func:`canopy.errors.unexpected_error_line` makes of it, with the traceback only
+when ``CANOPY_DEBUG=1`` asks for it.
 """
 
 import os
 import sys
+import traceback
 
-from canopy.errors import Refused
+from canopy.errors import Refused, debug_requested, unexpected_error_line
+from canopy.limits import text_problem
 from cli.render import refuse
 
 
 def run(args: list[str]) -> int:
     """Run one command; its exit code."""
     try:
+        _check_arguments(args)
         from cli import fastlane
 
         if fastlane.try_run(args):
@@ -28,7 +34,22 @@ def run(args: list[str]) -> int:
     except Refused as refusal:
         refuse(str(refusal))
         return 1
+    except Exception as error:  # the last resort: one line, never a traceback
+        if debug_requested():
+            traceback.print_exc()
+        refuse(unexpected_error_line(error))
+        return 1
     return 0
+
+
+def _check_arguments(args: list[str]) -> None:
+    """Refuse an argument no command could use: bytes that are not UTF-8 (Python hands
+    them over as lone surrogates, which no store or terminal can take) or a NUL (only
+    possible in-process, but then it would end up in a path or the store)."""
+    for index, arg in enumerate(args, start=1):
+        problem = text_problem(arg)
+        if problem is not None:
+            raise Refused(f"argument {index}: {problem}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,6 +18,7 @@ Stdio is the only transport: the server opens no network port.
 
 import inspect
 import json
+import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -27,7 +28,8 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from canopy.errors import Refused
+from canopy.errors import Refused, debug_requested, unexpected_error_line
+from canopy.limits import text_problem
 from canopy.ops import control, graphs, notifications, queues, runs, specs
 from canopy.ops import sessions as session_ops
 from canopy.specformat import SECTION_NAMES
@@ -587,7 +589,9 @@ async def _dispatch(tool: str, args: Args) -> CallToolResult:
     """Run ``args["action"]`` of ``tool``: check the arguments, call the operation, answer.
 
     ``args`` are the tool function's parameters (its ``locals()`` on entry). A refusal,
-    ours or the operation's, is an error result with exactly the refusal's line.
+    ours or the operation's, is an error result with exactly the refusal's line; any other
+    exception is one line too (:func:`unexpected_error_line`, the CLI's last resort), so
+    an agent never has to read a traceback, and the server keeps serving.
     """
     action = args["action"]
     verb = _BY_NAME[tool].verbs[action]
@@ -597,15 +601,23 @@ async def _dispatch(tool: str, args: Args) -> CallToolResult:
         if inspect.isawaitable(result):
             result = await result
     except Refused as refusal:
-        return CallToolResult(
-            content=[TextContent(type="text", text=refusal.message)], is_error=True
-        )
+        return _error(refusal.message)
+    except Exception as error:
+        if debug_requested():
+            traceback.print_exc()  # stderr: the host's log for this server, not the agent
+        return _error(unexpected_error_line(error))
     # The same serialisation as the CLI's --json (cli.render.print_json), minus the newline.
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(result, default=str))])
 
 
+def _error(line: str) -> CallToolResult:
+    """A tool error carrying one line."""
+    return CallToolResult(content=[TextContent(type="text", text=line)], is_error=True)
+
+
 def _check_arguments(tool: str, action: str, verb: Verb, args: Args) -> None:
-    """Refuse a missing required argument, or one the action does not use."""
+    """Refuse a missing required argument, one the action does not use, or text no
+    operation could store (a NUL, a lone surrogate: JSON can carry both)."""
     given = [name for name, value in args.items() if name != "action" and _given(value)]
     missing = [name for name in verb.needs if name not in given]
     if missing:
@@ -613,6 +625,12 @@ def _check_arguments(tool: str, action: str, verb: Verb, args: Args) -> None:
     extra = [name for name in given if name not in verb.needs + verb.takes]
     if extra:
         raise Refused(f"{tool}: action {action!r} does not take {', '.join(extra)}")
+    for name in given:
+        values = args[name] if isinstance(args[name], list) else [args[name]]
+        for value in values:
+            problem = text_problem(value) if isinstance(value, str) else None
+            if problem is not None:
+                raise Refused(f"{tool}: argument {name}: {problem}")
 
 
 def _given(value: Any) -> bool:
