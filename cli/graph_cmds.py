@@ -1,16 +1,16 @@
 """``canopy graph …``: define graphs from JSON or TOML files and inspect them."""
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from canopy.errors import Refused
-from canopy.graphs.parse import STDIN, parse_definition
+from canopy.graphs.parse import parse_definition
+from canopy.limits import GRAPH_FILE_MAX_BYTES
 from canopy.ops import graphs as ops
 from canopy.store.engine import open_store
 from cli import graph_views
+from cli.inputs import read_text
 from cli.options import JsonFlag
 from cli.render import emit, print_line
 
@@ -24,16 +24,8 @@ DefinitionFile = Annotated[
 
 def read_definition(file: Path) -> dict[str, Any]:
     """The definition in ``file`` (``-`` is stdin), parsed by its extension or content."""
-    name = str(file)
-    if name == STDIN:
-        return parse_definition(sys.stdin.read(), name)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as error:
-        raise Refused(f"cannot read graph file {file}: {error.strerror}") from error
-    except UnicodeDecodeError:
-        raise Refused(f"cannot read graph file {file}: not UTF-8 text") from None
-    return parse_definition(text, name)
+    text = read_text(file, "--file", "graph file", GRAPH_FILE_MAX_BYTES)
+    return parse_definition(text, str(file))
 
 
 @app.command("create")

@@ -5,10 +5,11 @@ from typing import Annotated
 
 import typer
 
+from canopy.limits import WAIT_SECONDS, check_range
 from canopy.ops import runs
 from canopy.store.engine import open_store
 from cli.options import JsonFlag
-from cli.render import emit, print_line
+from cli.render import emit, print_line, spinner
 
 
 def run(
@@ -37,9 +38,8 @@ def wait(
     as_json: JsonFlag = False,
 ) -> None:
     """Block until the graph is no longer running; print how it settled."""
-    from rich.console import Console
-
-    with Console(stderr=True).status(f"waiting for {graph} to settle…"):
+    check_range(timeout, WAIT_SECONDS, "--timeout")
+    with spinner(f"waiting for {graph} to settle…"):
         result = asyncio.run(runs.wait_until_settled(open_store(), graph, timeout))
 
     def human() -> None:

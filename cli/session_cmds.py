@@ -5,6 +5,7 @@ from typing import Annotated
 
 import typer
 
+from canopy.limits import WAIT_SECONDS, check_range
 from canopy.ops import notifications
 from canopy.ops import sessions as ops
 from canopy.store.engine import open_store
@@ -67,6 +68,8 @@ def send(
     """Queue a prompt for a live session; the daemon delivers it as the session's next turn."""
     from canopy.session_wake import send_message, wait_for_delivery
 
+    if wait is not None:  # before sending: a refused --wait must not leave a message behind
+        check_range(wait, WAIT_SECONDS, "--wait")
     store = open_store()
     result = asyncio.run(send_message(store, session, prompt))
     if wait is not None and "warning" not in result:  # no daemon has it: nothing to wait for

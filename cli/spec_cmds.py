@@ -1,17 +1,18 @@
 """``canopy spec …``: the standalone spec backlog."""
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from canopy.errors import Refused
+from canopy.limits import SPEC_BODY_MAX_BYTES
 from canopy.ops import specs as ops
 from canopy.store.engine import open_store
 from cli import views
+from cli.inputs import read_text
 from cli.options import JsonFlag
-from cli.render import emit, print_line
+from cli.render import emit, print_block, print_line
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -31,14 +32,7 @@ def read_body(body_file: Path | None, body: str | None) -> str | None:
         raise Refused("give either --body or --body-file, not both")
     if body_file is None:
         return body
-    if str(body_file) == "-":
-        return sys.stdin.read()
-    try:
-        return body_file.read_text(encoding="utf-8")
-    except OSError as error:
-        raise Refused(f"cannot read body file {body_file}: {error.strerror}") from error
-    except UnicodeDecodeError as error:
-        raise Refused(f"body file {body_file} is not UTF-8 text ({error.reason})") from error
+    return read_text(body_file, "--body-file", "body file", SPEC_BODY_MAX_BYTES)
 
 
 @app.command("list")
@@ -123,4 +117,4 @@ def section(
 ) -> None:
     """Print one canonical section of a spec body as markdown."""
     result = ops.spec_section(open_store(), spec, name)
-    emit(result, as_json, lambda: print_line(result["markdown"]))
+    emit(result, as_json, lambda: print_block(result["markdown"]))
