@@ -125,7 +125,9 @@ SessionName = Annotated[str, _named(SESSION_NAME_MAX_LENGTH)]
 SessionId = Annotated[str, _named(ID_MAX_LENGTH)]
 Workdir = Annotated[str, AfterValidator(_workdir)]
 MaxVisits = Annotated[int, _within(MAX_VISITS)]
-NodeTimeout = Annotated[float, _within(NODE_TIMEOUT_MINUTES)]
+NodeTimeout = Annotated[int | float, _within(NODE_TIMEOUT_MINUTES)]
+"""``int | float``: an integer too large for a float is then refused by its range, naming
+the value, instead of as "not a valid number"."""
 
 
 class AgentConfig(BaseModel):
