@@ -119,7 +119,7 @@ Text = Annotated[str, AfterValidator(_not_blank), AfterValidator(_storable)]
 Platform = Annotated[str, AfterValidator(_known_platform)]
 GraphName = Annotated[str, _named(NAME_MAX_LENGTH)]
 NodeName = Annotated[str, _named(NODE_NAME_MAX_LENGTH, path_safe=True)]
-"""Path-safe: a node's name is part of its log file's name."""
+"""Path-safe: a node's name may end up in a file name (logs) or on a command line."""
 EnsembleName = Annotated[str, _named(ENSEMBLE_NAME_MAX_LENGTH)]
 SessionName = Annotated[str, _named(SESSION_NAME_MAX_LENGTH)]
 SessionId = Annotated[str, _named(ID_MAX_LENGTH)]
