@@ -39,8 +39,8 @@ def demo(
     home: Annotated[
         Path, typer.Option("--home", help="Scratch data dir (wiped first).")
     ] = demo_tour.DEFAULT_HOME,
-    port: Annotated[int, typer.Option("--port", help="Temporal dev server port.")] = 7233,
-    ui_port: Annotated[int, typer.Option("--ui-port", help="Temporal Web UI port.")] = 8233,
+    port: server_cmds.PortOption = 7233,
+    ui_port: server_cmds.UiPortOption = 8233,
 ) -> None:
     """A guided tour on a scratch data dir: backlog, queues, then a real graph run over the
     queue on the embedded Temporal server (what `make demo` runs)."""
