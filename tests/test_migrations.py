@@ -4,12 +4,16 @@ import json
 from typing import Any
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import IntegrityError
 
-from canopy.store.engine import MIGRATIONS_DIR, Store, current_revision
+from canopy.statuses import ACTIVE_RUN_STATUSES
+from canopy.store.engine import MIGRATIONS_DIR, Store, current_revision, make_engine
 from canopy.store.models import Base
 from canopy.store.schema_version import HEAD_REVISION
 
@@ -46,10 +50,7 @@ def test_sqlite_store_uses_wal_and_foreign_keys(tmp_path: object) -> None:
 
 def test_a_legacy_on_completed_column_becomes_an_on_completed_hook(db_url: str) -> None:
     """A database from before event-keyed hooks keeps its completion hook, unattended."""
-    from alembic import command
-    from sqlalchemy import inspect, text
-
-    from canopy.store.engine import make_engine
+    from sqlalchemy import inspect
 
     engine = make_engine(db_url)
     config = Config()
@@ -86,3 +87,61 @@ def test_a_legacy_on_completed_column_becomes_an_on_completed_hook(db_url: str) 
     assert decoded["graph-legacy0001"] == {"on_completed": [prompt]}
     assert decoded["graph-legacy0002"] == {"on_completed": [{"command": "notify.sh"}, prompt]}
     assert decoded["graph-legacy0003"] == {}
+
+
+def _insert_run(connection: Any, run_id: str, number: int, status: str) -> None:
+    connection.execute(
+        text(
+            "INSERT INTO runs (id, graph_id, number, workdir, workflow_id, status, started_at)"
+            " VALUES (:id, 'graph-race0001', :number, '/srv', 'w', :status, '2026-01-01')"
+        ),
+        {"id": run_id, "number": number, "status": status},
+    )
+
+
+def _upgrade(db_url: str, revision: str) -> Engine:
+    """An engine on ``db_url`` migrated to ``revision``, with one graph in it."""
+    engine = make_engine(db_url)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+        connection.execute(
+            text(
+                "INSERT INTO graphs (id, name, allow_dirty_start, nodes, ensembles, hooks,"
+                " status, created_at, updated_at) VALUES ('graph-race0001', 'g', false,"
+                " '[]', '{}', '{}', 'running', '2026-01-01', '2026-01-01')"
+            )
+        )
+    return engine
+
+
+def test_the_store_refuses_a_second_active_run_of_a_graph(db_url: str) -> None:
+    engine = _upgrade(db_url, "head")
+    with engine.begin() as connection:
+        _insert_run(connection, "run-old", 1, "completed")
+        _insert_run(connection, "run-live", 2, "running")
+    for status in ACTIVE_RUN_STATUSES:
+        with pytest.raises(IntegrityError), engine.begin() as connection:
+            _insert_run(connection, "run-second", 3, status)
+    with engine.begin() as connection:
+        _insert_run(connection, "run-settled", 3, "failed")
+    engine.dispose()
+
+
+def test_upgrading_keeps_only_the_newest_of_two_active_runs(db_url: str) -> None:
+    """A database written before the index may hold the pair the index forbids."""
+    engine = _upgrade(db_url, "0004")
+    with engine.begin() as connection:
+        _insert_run(connection, "run-first", 1, "running")
+        _insert_run(connection, "run-second", 2, "paused")
+    engine.dispose()
+    store = Store(db_url)
+    with store.engine.connect() as connection:
+        rows = connection.execute(text("SELECT id, status, ended_at FROM runs ORDER BY id")).all()
+    store.close()
+    assert [(run_id, status, ended is not None) for run_id, status, ended in rows] == [
+        ("run-first", "reset", True),
+        ("run-second", "paused", False),
+    ]

@@ -8,8 +8,14 @@ these tables hold definitions and the readable record of what ran.
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from canopy.statuses import ACTIVE_RUN_STATUSES
+
+_ACTIVE_STATUS_LIST = ", ".join(f"'{status}'" for status in ACTIVE_RUN_STATUSES)
+_ACTIVE_RUN = text(f"status IN ({_ACTIVE_STATUS_LIST})")
+"""The rows of ``runs`` that own their graph: at most one per graph (DESIGN §6.1)."""
 
 
 class Base(DeclarativeBase):
@@ -128,7 +134,16 @@ class Run(Base):
         Index("ix_runs_graph_number", "graph_id", "number", unique=True),
         Index("ix_runs_status", "status"),
         Index("ix_runs_queue", "queue_id"),
+        Index(
+            "ix_runs_one_active_per_graph",
+            "graph_id",
+            unique=True,
+            sqlite_where=_ACTIVE_RUN,
+            postgresql_where=_ACTIVE_RUN,
+        ),
     )
+    """``ix_runs_one_active_per_graph`` is what makes two simultaneous starts of one graph
+    impossible whatever the callers do: the second insert of an active run fails."""
 
 
 class NodeRun(Base):
@@ -146,6 +161,9 @@ class NodeRun(Base):
     exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     log_path: Mapped[str | None] = mapped_column(String(4096), nullable=True)
     harness_session_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """Why the node run did not succeed, when something said why (an activity error after
+    its retries, a timeout, a usage limit, a stop)."""
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
