@@ -9,6 +9,7 @@ from sqlalchemy import select
 from temporalio import activity
 
 from canopy.runmodels import NextSpec
+from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import open_store
 from canopy.store.models import Graph, NodeRun, QueueMember, Run, RunSpec, Spec
 from canopy.store.run_records import reset_graph_record, set_run_status
@@ -40,9 +41,15 @@ async def schedule_resume(run_id: str, resume_at: datetime | None) -> None:
 
 @activity.defn
 async def reset_run(run_id: str) -> None:
-    """End the run as ``reset``: graph ``idle``, blocker cleared, bound specs reopened."""
+    """End the run as ``reset``: graph ``idle``, blocker cleared, bound specs reopened.
+
+    Only while the run is still active: once the graph is idle the next run may start
+    (while this workflow closes), and a retried attempt must not reset that run too.
+    """
     with open_store().transaction() as session:
-        reset_graph_record(session, session.get_one(Run, run_id).graph_id)
+        run = session.get_one(Run, run_id)
+        if run.status in ACTIVE_RUN_STATUSES:
+            reset_graph_record(session, run.graph_id)
 
 
 @activity.defn

@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from canopy.specformat import SECTION_NAMES, render_tagged
+from canopy.store import engine
 from canopy.store.engine import Store
 from canopy.store.models import Base
 
@@ -56,6 +57,24 @@ def store(db_url: str) -> Iterator[Store]:
     opened = Store(db_url)
     yield opened
     opened.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def run_store(
+    request: pytest.FixtureRequest, canopy_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Store]:
+    """The store a test's worker writes (``open_store``) on each backend: SQLite in the
+    test's data dir, or a fresh Postgres database through ``CANOPY_DB_URL``, the way a
+    deployment at scale configures it."""
+    if request.param == "postgres":
+        assert POSTGRES_URL is not None
+        reset_postgres(POSTGRES_URL)
+        monkeypatch.setenv("CANOPY_DB_URL", POSTGRES_URL)
+    engine._store_for.cache_clear()  # a Postgres store cached by an earlier test predates the reset
+    opened = engine.open_store()
+    yield opened
+    opened.close()
+    engine._store_for.cache_clear()
 
 
 def body(summary: str = "Do the thing", **sections: str) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from canopy import temporal_client
@@ -44,7 +44,7 @@ from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store
 from canopy.store.models import Graph, GraphSpec, Queue, QueueMember, Run, Spec
-from canopy.store.run_records import reset_graph_record
+from canopy.store.run_records import lock_graph, reset_graph_record
 from canopy.timefmt import utcnow
 
 if TYPE_CHECKING:
@@ -441,7 +441,7 @@ async def _recently_polled(client: Client, task_queue: str) -> bool:
 def _reset_in_store(store: Store, state: GraphState, note: str | None) -> dict[str, Any]:
     """Reset with no workflow to ask; refused if a run started since ``state`` was read."""
     with store.transaction() as session:
-        session.execute(update(Graph).where(Graph.id == state.id).values(name=Graph.name))
+        lock_graph(session, state.id)
         current = _read(session, state.id)
         if current.run != state.run:
             started = current.run.id if current.run is not None else "none"

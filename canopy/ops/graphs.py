@@ -46,6 +46,7 @@ from canopy.store.models import (
     RunSpec,
     Spec,
 )
+from canopy.store.run_records import lock_graph
 from canopy.timefmt import to_iso, utcnow
 
 
@@ -185,7 +186,7 @@ def _load(session: Session, graph: str, lock: bool = False) -> Graph:
     """
     graph_id = queries.resolve_id(rows_of(session), "graph", graph)
     if lock:
-        session.execute(update(Graph).where(Graph.id == graph_id).values(name=Graph.name))
+        lock_graph(session, graph_id)
     row = session.get(Graph, graph_id)
     if row is None:
         raise Refused(f"no graph matches {graph!r}")

@@ -2,16 +2,24 @@
 
 The launch guard (DESIGN §6.1) runs before anything is written: one active run per graph,
 a git work tree, and a clean tree unless the graph allows a dirty start. The run is
-recorded, then the GraphRun workflow is started; if Temporal cannot be reached the record
-is rolled back, so a refused start leaves nothing behind.
+recorded, then the GraphRun workflow is started; if Temporal cannot be reached or refuses
+the start, the record is rolled back, so a refused start leaves nothing behind.
+
+One active run per graph holds twice over: the store refuses a second active run (row lock
+plus a partial unique index), and every run of a graph uses the graph's one workflow id,
+which Temporal lets only one running workflow hold.
 """
 
 import asyncio
 import os
+import shlex
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from canopy import temporal_client
 from canopy.errors import Refused
@@ -23,9 +31,13 @@ from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store
 from canopy.store.models import Graph, Run
+from canopy.store.run_records import lock_graph
 from canopy.timefmt import utcnow
 from canopy.workdirs import normalize_workdir
 from canopy.worktree import describe_dirty, require_work_tree, worktree_state
+
+if TYPE_CHECKING:
+    from temporalio.client import Client, WorkflowHandle
 
 WORKFLOW_NAME = "GraphRun"
 LIVENESS_CHECK_SECONDS = 2.0
@@ -51,9 +63,39 @@ def run_tuning() -> dict[str, int]:
     return tuning
 
 
-def workflow_id_for(graph_id: str, number: int) -> str:
-    """``canopy-graph-…-run-3``: derived from the graph and its run number."""
-    return f"canopy-{graph_id}-run-{number}"
+CLOSING_WAIT_SECONDS = 10.0
+"""How long a start waits for the graph's previous workflow to close. A run writes its end
+to the store (a reset, a settle) a moment before its workflow closes, so a start right
+after it finds the workflow still there; a settled run firing slow hooks stays longer."""
+
+
+def workflow_id_for(graph_id: str) -> str:
+    """``canopy-graph-…``: the same workflow id for every run of a graph.
+
+    Temporal allows one running workflow per id, so it refuses a second running workflow
+    of a graph even if the store were wrong; continue-as-new keeps the id. Runs recorded
+    before this id scheme keep theirs in ``runs.workflow_id``, which control signals use.
+    """
+    return f"canopy-{graph_id}"
+
+
+@dataclass(frozen=True)
+class CheckedStart:
+    """A start that passed the launch guard: what the run record is written from."""
+
+    graph_id: str
+    graph_name: str
+    queue_id: str | None
+    workdir: str
+
+
+@dataclass(frozen=True)
+class GraphBefore:
+    """The graph's fields a recorded run changes, as they were before it."""
+
+    status: str
+    blocker: dict[str, Any] | None
+    updated_at: datetime
 
 
 @dataclass(frozen=True)
@@ -63,86 +105,136 @@ class PreparedRun:
     start: RunInput
     workflow_id: str
     number: int
-    graph_status_before: str
+    graph_before: GraphBefore
     """What :func:`forget_run` restores if the workflow cannot be started."""
 
 
 def prepare_run(
     store: Store, graph: str, queue: str | None = None, workdir: str | None = None
 ) -> PreparedRun:
-    """Validate a start and record the run (graph ``running``)."""
+    """Validate a start and record the run (graph ``running``), race-free.
+
+    The launch guard's git checks run before anything is locked. The record is written
+    under the graph's row lock with the active-run check repeated, so simultaneous starts
+    of one graph queue up and all but the first are refused. The partial unique index on
+    active runs backs this up against any writer; its violation, or two starts taking the
+    same run number, becomes the same one-line refusal.
+    """
+    checked = _check_start(store, graph, queue, workdir)
+    try:
+        return _record_run(store, checked)
+    except IntegrityError as error:
+        raise _conflict_refusal(store, checked, error) from error
+
+
+def _check_start(store: Store, graph: str, queue: str | None, workdir: str | None) -> CheckedStart:
+    """The launch guard (DESIGN §6.1): no active run, a git work tree, clean unless allowed."""
     with store.transaction() as session:
         rows = rows_of(session)
         graph_id = queries.resolve_id(rows, "graph", graph)
         queue_id = queries.resolve_id(rows, "queue", queue) if queue is not None else None
         row = session.get_one(Graph, graph_id)
-        active = session.scalar(
-            select(Run.id).where(Run.graph_id == graph_id, Run.status.in_(ACTIVE_RUN_STATUSES))
-        )
-        if active is not None:
-            raise Refused(f"graph {row.name} ({graph_id}) already has an active run {active}")
+        _refuse_if_active(session, row)
         run_workdir = normalize_workdir(workdir) if workdir is not None else row.workdir
-        if run_workdir is None:
-            raise Refused(f"graph {row.name} has no workdir; pass one with --workdir")
-        require_work_tree(run_workdir)
-        if not row.allow_dirty_start:
-            state = worktree_state(run_workdir)
-            if not state.clean:
-                raise Refused(
-                    f"workdir {run_workdir} is dirty ({describe_dirty(state)}); commit or "
-                    "stash, or set allow_dirty_start on the graph"
-                )
-        latest = session.scalar(select(func.max(Run.number)).where(Run.graph_id == graph_id))
+        name, allow_dirty_start = row.name, row.allow_dirty_start
+    if run_workdir is None:
+        raise Refused(f"graph {name} has no workdir; pass one with --workdir")
+    require_work_tree(run_workdir)
+    if not allow_dirty_start:
+        state = worktree_state(run_workdir)
+        if not state.clean:
+            raise Refused(
+                f"workdir {run_workdir} is dirty ({describe_dirty(state)}); commit or "
+                "stash, or set allow_dirty_start on the graph"
+            )
+    return CheckedStart(graph_id, name, queue_id, run_workdir)
+
+
+def _refuse_if_active(session: Session, graph: Graph) -> None:
+    """The one-line refusal when the graph already has a running or paused run."""
+    active = session.scalar(
+        select(Run.id).where(Run.graph_id == graph.id, Run.status.in_(ACTIVE_RUN_STATUSES))
+    )
+    if active is not None:
+        raise Refused(f"graph {graph.name} ({graph.id}) already has an active run {active}")
+
+
+def _record_run(store: Store, checked: CheckedStart) -> PreparedRun:
+    """Write the run and mark the graph ``running``, holding the graph's row lock."""
+    with store.transaction() as session:
+        lock_graph(session, checked.graph_id)
+        row = session.get_one(Graph, checked.graph_id)
+        _refuse_if_active(session, row)
+        latest = session.scalar(select(func.max(Run.number)).where(Run.graph_id == row.id))
         number = 1 + (latest or 0)
         run = Run(
             id=new_id("run"),
-            graph_id=graph_id,
+            graph_id=row.id,
             number=number,
-            queue_id=queue_id,
-            workdir=run_workdir,
-            workflow_id=workflow_id_for(graph_id, number),
+            queue_id=checked.queue_id,
+            workdir=checked.workdir,
+            workflow_id=workflow_id_for(row.id),
             status="running",
             started_at=utcnow(),
         )
         session.add(run)
-        status_before = row.status
+        prepared = PreparedRun(
+            start=RunInput(
+                run_id=run.id,
+                graph_id=row.id,
+                graph_name=row.name,
+                queue_id=checked.queue_id,
+                workdir=checked.workdir,
+                agents_task_queue=temporal_client.agents_task_queue(),
+            ).model_copy(update=run_tuning()),
+            workflow_id=run.workflow_id,
+            number=number,
+            graph_before=GraphBefore(row.status, row.blocker, row.updated_at),
+        )
         row.status = "running"
         row.blocker = None
         row.updated_at = utcnow()
-        start = RunInput(
-            run_id=run.id,
-            graph_id=graph_id,
-            graph_name=row.name,
-            queue_id=queue_id,
-            workdir=run_workdir,
-            agents_task_queue=temporal_client.agents_task_queue(),
-        ).model_copy(update=run_tuning())
-        return PreparedRun(
-            start=start,
-            workflow_id=run.workflow_id,
-            number=number,
-            graph_status_before=status_before,
-        )
+        session.flush()
+        return prepared
 
 
-def forget_run(store: Store, run_id: str, graph_status: str) -> None:
+def _conflict_refusal(store: Store, checked: CheckedStart, error: IntegrityError) -> Refused:
+    """The refusal for a start that lost a race the lock did not settle."""
+    with store.transaction() as session:
+        row = session.get_one(Graph, checked.graph_id)
+        try:
+            _refuse_if_active(session, row)
+        except Refused as refusal:
+            return refusal
+    reason = str(error.orig or error).strip().splitlines()[0]
+    return Refused(f"graph {checked.graph_name} could not record its run ({reason}); try again")
+
+
+def forget_run(store: Store, prepared: PreparedRun) -> None:
     """Undo :func:`prepare_run` when the workflow could not be started."""
     with store.transaction() as session:
-        run = session.get_one(Run, run_id)
+        run = session.get_one(Run, prepared.start.run_id)
         graph = session.get_one(Graph, run.graph_id)
-        graph.status = graph_status
+        before = prepared.graph_before
+        graph.status = before.status
+        graph.blocker = before.blocker
+        graph.updated_at = before.updated_at
         session.delete(run)
 
 
 async def graph_run(
     store: Store, graph: str, queue: str | None = None, workdir: str | None = None
 ) -> dict[str, Any]:
-    """Start a run of ``graph`` over its bound specs or ``queue``; refused per the guard."""
-    prepared = prepare_run(store, graph, queue, workdir)
+    """Start a run of ``graph`` over its bound specs or ``queue``; refused per the guard.
+
+    The store and git work runs on a thread: it blocks, and callers that start runs from
+    an event loop (the MCP server) keep serving meanwhile.
+    """
+    prepared = await asyncio.to_thread(prepare_run, store, graph, queue, workdir)
     try:
         await start_workflow(prepared)
     except BaseException:
-        forget_run(store, prepared.start.run_id, prepared.graph_status_before)
+        forget_run(store, prepared)
         raise
     start = prepared.start
     return {
@@ -158,11 +250,39 @@ async def graph_run(
 
 
 async def start_workflow(prepared: PreparedRun) -> None:
-    """Start GraphRun with search attributes for graph id/name and queue id."""
-    from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+    """Start GraphRun under the graph's workflow id, refused while one is running.
+
+    A workflow still running under the id is usually the previous run closing (it wrote
+    its end to the store a moment ago): the start waits up to
+    :data:`CLOSING_WAIT_SECONDS` for it to close, then tries again.
+    """
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    client = await temporal_client.connect()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CLOSING_WAIT_SECONDS
+    while True:
+        try:
+            await _start(client, prepared)
+            return
+        except WorkflowAlreadyStartedError as running:
+            left = deadline - loop.time()
+            handle = client.get_workflow_handle(prepared.workflow_id, run_id=running.run_id)
+            if left <= 0 or not await _closes_within(handle, left):
+                raise Refused(_still_running(prepared)) from running
+
+
+async def _start(client: "Client", prepared: PreparedRun) -> None:
+    """One start of GraphRun with search attributes for graph id/name and queue id."""
+    from temporalio.common import (
+        SearchAttributeKey,
+        SearchAttributePair,
+        TypedSearchAttributes,
+        WorkflowIDConflictPolicy,
+        WorkflowIDReusePolicy,
+    )
 
     start = prepared.start
-    client = await temporal_client.connect()
     values = {
         temporal_client.SEARCH_ATTRIBUTE_GRAPH_ID: start.graph_id,
         temporal_client.SEARCH_ATTRIBUTE_GRAPH_NAME: start.graph_name,
@@ -180,6 +300,33 @@ async def start_workflow(prepared: PreparedRun) -> None:
         task_queue=temporal_client.MAIN_TASK_QUEUE,
         search_attributes=TypedSearchAttributes(pairs),
         static_summary=f"{start.graph_name}: run {prepared.number}",
+        id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+    )
+
+
+async def _closes_within(handle: "WorkflowHandle[Any, Any]", seconds: float) -> bool:
+    """Whether this execution closes within ``seconds``; one that continues as new lives
+    on, so it does not count as closed."""
+    from temporalio.client import WorkflowContinuedAsNewError, WorkflowFailureError
+
+    try:
+        await asyncio.wait_for(handle.result(follow_runs=False), seconds)
+    except (TimeoutError, WorkflowContinuedAsNewError):
+        return False
+    except WorkflowFailureError:
+        pass  # failed, terminated, cancelled or timed out: closed all the same
+    return True
+
+
+def _still_running(prepared: PreparedRun) -> str:
+    """The refusal when the graph's workflow outlived the wait for it to close."""
+    start = prepared.start
+    return (
+        f"graph {start.graph_name} ({start.graph_id}) cannot start a run: its workflow "
+        f"{prepared.workflow_id} is still running in Temporal after {CLOSING_WAIT_SECONDS:g} s "
+        f"(a settled run may still be firing hooks: canopy graph wait "
+        f"{shlex.quote(start.graph_name)}); try again when it has closed"
     )
 
 

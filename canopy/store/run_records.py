@@ -10,6 +10,16 @@ from canopy.store.models import Graph, GraphSpec, NodeRun, Run, RunSpec, Spec
 from canopy.timefmt import utcnow
 
 
+def lock_graph(session: Session, graph_id: str) -> None:
+    """Take the graph row's write lock for the rest of the transaction.
+
+    A write lock on SQLite, a row lock on Postgres: transactions that start, edit, delete
+    or reset one graph then run one after the other, each reading what the previous one
+    committed, instead of deciding from a stale read.
+    """
+    session.execute(update(Graph).where(Graph.id == graph_id).values(name=Graph.name))
+
+
 def set_run_status(
     session: Session, run_id: str, status: str, blocker: dict[str, Any] | None
 ) -> Run:

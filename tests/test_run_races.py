@@ -1,0 +1,223 @@
+"""Runs racing each other on the real dev server, on SQLite and on Postgres: one active run
+per graph however many starts arrive at once, and the start that finds the graph's
+previous workflow still closing (DESIGN §6.1).
+"""
+
+import asyncio
+import shlex
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from activities import run_state
+from canopy import temporal_client
+from canopy.errors import Refused
+from canopy.ops import graphs, queues, runs
+from canopy.paths import configured_db_url
+from canopy.statuses import ACTIVE_RUN_STATUSES
+from canopy.store.engine import Store
+from canopy.store.models import Graph, Run
+from tests.cli_helpers import canopy_env
+from tests.conftest import make_specs, snapshot
+
+pytestmark = pytest.mark.server
+SETTLE_TIMEOUT = 120.0
+RACERS = 10
+
+
+@pytest.fixture
+def store(run_store: Store) -> Store:
+    """Every race here runs on SQLite and on Postgres."""
+    return run_store
+
+
+def counting_node(log: Path) -> dict[str, Any]:
+    """A command node that appends its spec's id to ``log``: one line per execution."""
+    return {"name": "work", "command": f'echo "$CANOPY_SPEC_ID" >> {shlex.quote(str(log))}'}
+
+
+def executions(log: Path) -> Counter[str]:
+    """How many times each spec was executed."""
+    return Counter(log.read_text().split()) if log.exists() else Counter()
+
+
+def make_queue(store: Store, name: str, spec_ids: list[str]) -> str:
+    queue: str = queues.queue_create(store, name)["id"]
+    for spec_id in spec_ids:
+        queues.queue_add_spec(store, queue, spec_id)
+    return queue
+
+
+def make_graph(store: Store, name: str, repo: Path, log: Path) -> str:
+    definition = {"name": name, "workdir": str(repo), "nodes": [counting_node(log)]}
+    graph: str = graphs.graph_create(store, definition)["id"]
+    return graph
+
+
+def active_runs(store: Store, graph: str) -> list[str]:
+    with store.transaction() as session:
+        return list(
+            session.scalars(
+                select(Run.id).where(Run.graph_id == graph, Run.status.in_(ACTIVE_RUN_STATUSES))
+            )
+        )
+
+
+async def workflows_under(client: Client, workflow_id: str) -> list[WorkflowExecutionStatus]:
+    """The status of every execution Temporal ever had under ``workflow_id``, once its
+    visibility lists them all closed (it catches up a moment after a workflow closes)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SETTLE_TIMEOUT
+    while loop.time() < deadline:
+        listed = [e.status async for e in client.list_workflows(f"WorkflowId = '{workflow_id}'")]
+        statuses = [status for status in listed if status is not None]
+        if statuses and WorkflowExecutionStatus.RUNNING not in statuses:
+            return statuses
+        await asyncio.sleep(0.05)
+    pytest.fail(f"Temporal still lists {workflow_id} running after {SETTLE_TIMEOUT:g} s")
+
+
+async def test_ten_simultaneous_starts_leave_one_run_and_nine_one_line_refusals(
+    serving: Client, store: Store, repo: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "executions.txt"
+    spec_ids = make_specs(store, "alpha", "beta", "gamma")
+    queue = make_queue(store, "nightly", spec_ids)
+    graph = make_graph(store, "build", repo, log)
+    results = await asyncio.gather(
+        *(runs.graph_run(store, graph, queue=queue) for _ in range(RACERS)),
+        return_exceptions=True,
+    )
+    started = [result for result in results if isinstance(result, dict)]
+    refused = [str(result) for result in results if isinstance(result, Refused)]
+    assert (len(started), len(refused)) == (1, RACERS - 1), results
+    (winner,) = started
+    assert set(refused) == {f"graph build ({graph}) already has an active run {winner['run_id']}"}
+    assert active_runs(store, graph) == [winner["run_id"]]
+    assert winner["workflow_id"] == f"canopy-{graph}"
+    settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
+    assert settled["status"] == "completed", settled
+    assert executions(log) == Counter(spec_ids)
+    completed = [WorkflowExecutionStatus.COMPLETED]
+    assert await workflows_under(serving, winner["workflow_id"]) == completed, "one workflow"
+
+
+BOOT = (
+    "import sys; from canopy import temporal_client as t; "
+    "t.MAIN_TASK_QUEUE = sys.argv.pop(1); agents = sys.argv.pop(1); "
+    "t.agents_task_queue = lambda host=None: agents; "
+    "from cli.main import main; main()"
+)
+"""``canopy`` as installed, but on this test's task queues (the in-process worker's)."""
+
+
+async def test_ten_simultaneous_cli_starts_print_one_line_each(
+    serving: Client, store: Store, repo: Path, tmp_path: Path, canopy_home: Path
+) -> None:
+    log = tmp_path / "executions.txt"
+    spec_ids = make_specs(store, "alpha", "beta", "gamma")
+    make_queue(store, "nightly", spec_ids)
+    graph = make_graph(store, "build", repo, log)
+    env = canopy_env(canopy_home, TEMPORAL_ADDRESS=serving.service_client.config.target_host)
+    db_url = configured_db_url()
+    if db_url is not None:  # the Postgres variant
+        env["CANOPY_DB_URL"] = db_url
+    queues_of_test = [temporal_client.MAIN_TASK_QUEUE, temporal_client.agents_task_queue()]
+    argv = [sys.executable, "-c", BOOT, *queues_of_test, "graph", "run", "build"]
+    began = time.monotonic()
+    racers = [
+        subprocess.Popen(
+            [*argv, "--queue", "nightly"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for _ in range(RACERS)
+    ]
+    outputs = await asyncio.gather(*(asyncio.to_thread(p.communicate, None, 120) for p in racers))
+    print(f"{RACERS} CLI starts took {time.monotonic() - began:.1f} s")
+    codes = [p.returncode for p in racers]
+    assert sorted(codes) == [0] + [1] * (RACERS - 1), outputs
+    (run_id,) = active_runs(store, graph)
+    for code, (stdout, stderr) in zip(codes, outputs, strict=True):
+        if code == 0:
+            assert stdout.decode().startswith(f"started {run_id} of build in {repo}")
+            continue
+        expected = f"error: graph build ({graph}) already has an active run {run_id}\n"
+        assert (stdout, stderr.decode()) == (b"", expected)
+    settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
+    assert settled["status"] == "completed", settled
+    assert executions(log) == Counter(spec_ids)
+    completed = [WorkflowExecutionStatus.COMPLETED]
+    assert await workflows_under(serving, f"canopy-{graph}") == completed, "one workflow"
+
+
+async def lingering_workflow(client: Client, graph: str) -> str:
+    """A workflow under the graph's workflow id that no worker serves: it stays running,
+    like a previous run's workflow that has not closed yet."""
+    workflow_id = runs.workflow_id_for(graph)
+    await client.start_workflow(
+        "Lingering", id=workflow_id, task_queue=f"nobody-{uuid.uuid4().hex}"
+    )
+    return workflow_id
+
+
+async def test_a_start_waits_for_the_previous_workflow_to_close(
+    serving: Client, store: Store, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "executions.txt"
+    (spec,) = make_specs(store, "alpha")
+    graph = make_graph(store, "build", repo, log)
+    lingering = serving.get_workflow_handle(await lingering_workflow(serving, graph))
+    waiting = asyncio.Event()
+    closes_within = runs._closes_within
+
+    async def spy(*args: Any) -> bool:
+        waiting.set()
+        return await closes_within(*args)
+
+    monkeypatch.setattr(runs, "_closes_within", spy)
+    start = asyncio.create_task(runs.graph_run(store, graph, queue=make_queue(store, "q", [spec])))
+    await asyncio.wait_for(waiting.wait(), SETTLE_TIMEOUT)
+    await lingering.terminate("the previous run closes")
+    started = await start
+    settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
+    assert settled["status"] == "completed", settled
+    assert executions(log) == Counter([spec])
+    assert started["workflow_id"] == lingering.id
+
+
+async def test_a_start_is_refused_while_the_graphs_workflow_keeps_running(
+    serving: Client, store: Store, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = make_graph(store, "build", repo, tmp_path / "executions.txt")
+    with store.transaction() as session:
+        session.get_one(Graph, graph).blocker = {"kind": "spec_failed", "message": "m"}
+    workflow_id = await lingering_workflow(serving, graph)
+    monkeypatch.setattr(runs, "CLOSING_WAIT_SECONDS", 0.5)
+    before = snapshot(store)
+    with pytest.raises(Refused) as refusal:
+        await runs.graph_run(store, graph)
+    assert str(refusal.value) == (
+        f"graph build ({graph}) cannot start a run: its workflow {workflow_id} is still "
+        "running in Temporal after 0.5 s (a settled run may still be firing hooks: canopy "
+        "graph wait build); try again when it has closed"
+    )
+    assert snapshot(store) == before, "the refused start left nothing behind"
+    await serving.get_workflow_handle(workflow_id).terminate("test over")
+
+
+async def test_a_retried_reset_leaves_the_next_run_alone(store: Store, repo: Path) -> None:
+    graph = make_graph(store, "build", repo, repo.parent / "executions.txt")
+    first = runs.prepare_run(store, graph).start.run_id
+    await run_state.reset_run(first)
+    second = runs.prepare_run(store, graph).start.run_id
+    await run_state.reset_run(first)  # the first attempt's answer was lost: Temporal retries
+    assert active_runs(store, graph) == [second]
+    with store.transaction() as session:
+        assert session.get_one(Graph, graph).status == "running"
