@@ -7,9 +7,14 @@ AST walk refuses any ``{{ }}`` holding more than a bare name (filters, attribute
 literals, whitespace control). Refusals name the marker and ``where`` it was found, so
 ``graph_edit`` can reject a template before it is ever stored.
 
-Rendering gives every allowed marker a value: a missing one renders exactly ``(none)``,
-so no firing leaves a literal ``{{…}}`` behind. For shell commands every substituted value
-is quoted with :func:`shlex.quote`, so a spec name or blocker text cannot inject syntax.
+Prompts render with the values themselves: a missing one renders exactly ``(none)``, so
+no firing leaves a literal ``{{…}}`` behind. Shell commands never hold a value: each marker
+becomes a reference to the environment variable ``<prefix><NAME>`` that the caller exports
+(:func:`marker_env`), in the form its quoting context needs (:mod:`canopy.shellcontext`
+finds the context). Quoting a value instead cannot work: ``shlex.quote`` output placed
+inside the author's own ``"…"`` lets ``$(…)`` in a spec name run. Where no reference is
+safe (``eval``, arithmetic, a quoted heredoc, …) the command is refused, at ``graph_edit``
+time by :func:`check_command` and again at firing time by :func:`render_command`.
 Line endings in a template are normalised to ``\\n`` (jinja2's lexer does so).
 """
 
@@ -17,10 +22,12 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from jinja2 import Environment, StrictUndefined, TemplateSyntaxError, nodes
 
 from canopy.errors import Refused
+from canopy.shellcontext import CHANGED, Layer, Place, Quoting, ShellReader, Unsafe
 from canopy.specformat import SECTION_NAMES
 
 HOOK_MARKERS: tuple[str, ...] = (
@@ -36,6 +43,12 @@ HOOK_MARKERS: tuple[str, ...] = (
 
 NODE_MARKERS: tuple[str, ...] = (*HOOK_MARKERS, "spec_body", *SECTION_NAMES)
 """Node prompts and command nodes: the hook markers, the whole body and each section."""
+
+HOOK_ENV_PREFIX = "CANOPY_HOOK_"
+"""Command hooks read marker values from ``CANOPY_HOOK_<NAME>``."""
+
+NODE_ENV_PREFIX = "CANOPY_"
+"""Command nodes read them from ``CANOPY_<NAME>``, next to ``CANOPY_SPEC_ID`` and friends."""
 
 NONE_VALUE = "(none)"
 """What a known marker with no value renders as, everywhere."""
@@ -61,10 +74,36 @@ def check_template(text: str, allowed: Sequence[str], where: str) -> None:
     _parse(text, allowed, where)
 
 
+def check_command(
+    text: str, allowed: Sequence[str], where: str, *, env_prefix: str | None = None
+) -> None:
+    """:func:`check_template`, plus: every marker has a safe rendering in the shell.
+
+    ``env_prefix`` only sharpens the refusal's advice (``$CANOPY_HOOK_SPEC_NAME``).
+    """
+    _render_command(text, allowed, env_prefix, where)
+
+
+def render_command(
+    text: str, allowed: Sequence[str], env_prefix: str, where: str = "command"
+) -> str:
+    """The command with each marker replaced by a reference to ``<env_prefix><NAME>``
+    chosen by its quoting context; raises Refused where no safe rendering exists.
+
+    The values never enter the text, so the shell cannot parse them; the caller exports
+    them with :func:`marker_env` and the same prefix. A command stored before this check
+    existed is refused here rather than run unsafely.
+    """
+    return _render_command(text, allowed, env_prefix, where)
+
+
 def render(
     text: str, values: Mapping[str, str | None], allowed: Sequence[str], shell: bool = False
 ) -> str:
     """``text`` with every marker substituted; ``shell`` quotes each value for a shell.
+
+    ``shell=True`` is unsafe inside the author's own quotes and goes once the command
+    callers use :func:`render_command`.
 
     Every marker in ``allowed`` gets a value (``(none)`` when ``values`` has none), so the
     output never holds a marker literal. ``text`` is checked first: a template that was
@@ -77,10 +116,88 @@ def render(
 def marker_env(values: Mapping[str, str | None], prefix: str) -> dict[str, str]:
     """Marker values as environment variables: ``spec_name`` → ``<prefix>SPEC_NAME``.
 
-    Commands read these instead of (or besides) the quoted markers; missing values are
-    ``(none)`` here too, so a script sees the same text a marker would have rendered.
+    A rendered command's markers refer to these (:func:`render_command`), and a script
+    can read them directly; missing values are ``(none)`` here too, as in prompts.
     """
     return {f"{prefix}{name.upper()}": _text(value) for name, value in values.items()}
+
+
+@dataclass(frozen=True)
+class _Marker:
+    name: str
+
+
+_FORMS = {
+    Quoting.WORD: '"${{{}}}"',
+    Quoting.DOUBLE: "${{{}}}",
+    Quoting.HEREDOC: "${{{}}}",
+    Quoting.COMMENT: "${{{}}}",
+    Quoting.SINGLE: "'\"${{{}}}\"'",
+    Quoting.DOLLAR_SINGLE: "'\"${{{}}}\"$'",
+}
+"""The reference to a variable in each quoting: expanded exactly once, as one word, never
+parsed. Inside quotes that cannot expand, the quote is closed and reopened around it."""
+
+
+def _render_command(text: str, allowed: Sequence[str], env_prefix: str | None, where: str) -> str:
+    """Read the command as the shell will, marker by marker, writing each one's reference.
+
+    The reader is fed each reference too, so what follows is read as the shell reads
+    it; a reference that left the reading changed would be a bug, refused rather than run.
+    """
+    reader = ShellReader()
+    rendered: list[str] = []
+    for piece in _pieces(text, allowed, where):
+        if isinstance(piece, str):
+            reader.feed(piece)
+            rendered.append(piece)
+            continue
+        place = reader.marker(piece.name)
+        if isinstance(place, Unsafe):
+            raise _unsafe(piece.name, where, place, env_prefix)
+        reference = _reference(place, f"{env_prefix or ''}{piece.name.upper()}")
+        before = reader.signature()
+        reader.feed(reference)
+        if reader.signature() != before:
+            raise _unsafe(piece.name, where, CHANGED, env_prefix)
+        rendered.append(reference)
+    deferred = reader.finish()
+    if deferred is not None:
+        raise _unsafe(deferred.label, where, deferred.unsafe, env_prefix)
+    return "".join(rendered)
+
+
+def _reference(place: Place, variable: str) -> str:
+    """The reference for ``place``, encoded through each script it is nested in."""
+    reference = _FORMS[place.quoting].format(variable)
+    for layer in place.layers:
+        if layer is Layer.SINGLE_QUOTED_SCRIPT:
+            reference = reference.replace("'", "'\\''")
+        else:
+            reference = reference.replace("\\", "\\\\").replace("`", "\\`")
+    return reference
+
+
+def _unsafe(name: str, where: str, unsafe: Unsafe, env_prefix: str | None) -> Refused:
+    """The one-line refusal: the marker, where it is, why, and what to write instead."""
+    marker = f"{{{{{name}}}}}"
+    variable = "the marker's environment variable"
+    if env_prefix is not None:
+        variable = f"${env_prefix}{name.upper()}"
+    hint = unsafe.hint.replace("{marker}", marker).replace("{var}", variable)
+    return Refused(f"marker {marker} in {where} {unsafe.reason}; {hint}")
+
+
+def _pieces(text: str, allowed: Sequence[str], where: str) -> list[str | _Marker]:
+    """The checked template as literal text and markers, in order."""
+    _parse(text, allowed, where)
+    pieces: list[str | _Marker] = []
+    for _line, kind, value in _ENV.lex(text):
+        if kind == "data":
+            pieces.append(value)
+        elif kind == "name":
+            pieces.append(_Marker(value))
+    return pieces
 
 
 def _text(value: str | None) -> str:

@@ -1,4 +1,6 @@
-"""The marker engine: bare ``{{name}}`` markers only, ``(none)`` for missing, shell-safe."""
+"""The marker engine: bare ``{{name}}`` markers only, ``(none)`` for missing, shell-safe.
+
+Shell commands in every quoting context: tests/test_shell_markers.py."""
 
 import re
 import subprocess
@@ -15,6 +17,7 @@ from canopy.markers import (
     check_template,
     marker_env,
     render,
+    render_command,
 )
 from canopy.specformat import SECTION_NAMES
 
@@ -137,11 +140,13 @@ def test_values_are_substituted_verbatim_never_rendered_again() -> None:
     assert rendered == "[{{node}} {% if %}]"
 
 
-def test_shell_rendering_quotes_every_value_including_none() -> None:
-    rendered = render(
-        "notify {{spec_name}} {{blocker}}", {"spec_name": "a; rm -rf ~"}, HOOK_MARKERS, shell=True
-    )
-    assert rendered == "notify 'a; rm -rf ~' '(none)'"
+def test_shell_commands_reference_variables_and_missing_values_are_none() -> None:
+    rendered = render_command("notify {{spec_name}} {{blocker}}", HOOK_MARKERS, "CANOPY_HOOK_")
+    assert rendered == 'notify "${CANOPY_HOOK_SPEC_NAME}" "${CANOPY_HOOK_BLOCKER}"'
+    env = marker_env({"spec_name": "a; rm -rf ~"}, "CANOPY_HOOK_")
+    assert env == {"CANOPY_HOOK_SPEC_NAME": "a; rm -rf ~"}
+    everything = marker_env({m: None for m in HOOK_MARKERS}, "CANOPY_HOOK_")
+    assert everything["CANOPY_HOOK_BLOCKER"] == NONE_VALUE
 
 
 def test_render_refuses_an_unknown_marker_instead_of_leaving_it() -> None:
@@ -160,8 +165,9 @@ def test_marker_env_names_and_none() -> None:
 @given(value=VALUE_TEXT, marker=st.sampled_from(["spec_name", "blocker"]))
 def test_no_value_can_run_anything_in_a_shell_command(value: str, marker: str) -> None:
     assume(re.fullmatch(r"-[neE]+", value) is None)  # echo's own options, not injection
-    command = render(f"echo {{{{{marker}}}}}", {marker: value}, HOOK_MARKERS, shell=True)
-    completed = subprocess.run(["bash", "-c", command], capture_output=True, check=True)
+    command = render_command(f"echo {{{{{marker}}}}}", HOOK_MARKERS, "CANOPY_HOOK_")
+    env = marker_env({marker: value}, "CANOPY_HOOK_")
+    completed = subprocess.run(["bash", "-c", command], env=env, capture_output=True, check=True)
     assert completed.stdout == value.encode() + b"\n"
     assert completed.stderr == b""
 

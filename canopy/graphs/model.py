@@ -13,7 +13,7 @@ spec ids, hooks' ``spec_ids``) is checked by :mod:`canopy.ops.graphs`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 from pydantic import (
@@ -46,7 +46,14 @@ from canopy.limits import (
     range_problem,
     text_problem,
 )
-from canopy.markers import HOOK_MARKERS, NODE_MARKERS, check_template
+from canopy.markers import (
+    HOOK_ENV_PREFIX,
+    HOOK_MARKERS,
+    NODE_ENV_PREFIX,
+    NODE_MARKERS,
+    check_command,
+    check_template,
+)
 from canopy.platforms import platform_names
 from canopy.runmodels import HOOK_EVENTS
 from canopy.workdirs import normalize_workdir
@@ -162,8 +169,9 @@ class Node(BaseModel):
 
     @model_validator(mode="after")
     def _well_formed(self) -> Node:
-        texts = (("prompt", self.prompt), ("command", self.command))
-        problem = _kind_problem(self) or _template_problem(texts, NODE_MARKERS)
+        problem = _kind_problem(self) or _marker_problem(
+            self.prompt, self.command, NODE_MARKERS, NODE_ENV_PREFIX
+        )
         if problem is not None:
             raise ValueError(problem)
         return self
@@ -187,17 +195,19 @@ def _kind_problem(node: Node) -> str | None:
     return None
 
 
-def _template_problem(
-    texts: Iterable[tuple[str, str | None]], allowed: Sequence[str]
+def _marker_problem(
+    prompt: str | None, command: str | None, allowed: Sequence[str], env_prefix: str
 ) -> str | None:
-    """The marker refusal for the first ``(where, text)`` using a marker not in ``allowed``."""
-    for where, text in texts:
-        if text is None:
-            continue
-        try:
-            check_template(text, allowed, where)
-        except Refused as refusal:
-            return refusal.message
+    """The marker refusal for the prompt, else the command: a marker not in ``allowed``,
+    or, in the command, one with no safe shell rendering (values reach commands as
+    ``<env_prefix><NAME>`` variables)."""
+    try:
+        if prompt is not None:
+            check_template(prompt, allowed, "prompt")
+        if command is not None:
+            check_command(command, allowed, "command", env_prefix=env_prefix)
+    except Refused as refusal:
+        return refusal.message
     return None
 
 
@@ -240,8 +250,9 @@ class Hook(BaseModel):
 
     @model_validator(mode="after")
     def _well_formed(self) -> Hook:
-        texts = (("prompt", self.prompt), ("command", self.command))
-        problem = _hook_mode_problem(self) or _template_problem(texts, HOOK_MARKERS)
+        problem = _hook_mode_problem(self) or _marker_problem(
+            self.prompt, self.command, HOOK_MARKERS, HOOK_ENV_PREFIX
+        )
         if problem is not None:
             raise ValueError(problem)
         return self
