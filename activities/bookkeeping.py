@@ -3,16 +3,22 @@
 Every write a run makes to the readable record goes through one of these activities, so
 the workflow stays deterministic and a retried activity finds its earlier write instead of
 doubling it where that matters (spec passages, settling).
+
+Runs of different graphs may drain queues that share specs. A spec is claimed with a
+compare-and-set when its passage opens, so one run at a time has it; the others pass it
+over, and at settle time a spec another active run holds is named, never blamed.
 """
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import null, select
+from sqlalchemy import CursorResult, null, select, update
+from sqlalchemy.orm import Session
 from temporalio import activity
 
 from canopy.graphs.transitions import default_next
 from canopy.runmodels import NextSpec, NodeResult, NodeStep, RunCounts
+from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import open_store
 from canopy.store.models import Graph, GraphSpec, NodeRun, QueueMember, Run, RunSpec, Spec
 from canopy.store.run_records import set_run_status
@@ -50,17 +56,25 @@ async def next_spec(run_id: str) -> NextSpec | None:
 
 
 @activity.defn
-async def begin_spec(run_id: str, spec: NextSpec) -> int:
-    """Mark the spec in progress and open its passage record (idempotent on retry)."""
+async def begin_spec(run_id: str, spec: NextSpec) -> int | None:
+    """Claim the spec for this run and open its passage; ``None`` if the run did not get it.
+
+    The claim is a compare-and-set (``pending`` to ``in_progress``): of two runs reaching
+    for one spec at once, exactly one gets it, and the other passes it over. A retried
+    attempt finds the passage its first attempt opened.
+    """
     with open_store().transaction() as session:
         open_passage = session.scalar(
             select(RunSpec.id).where(
                 RunSpec.run_id == run_id, RunSpec.spec_id == spec.spec_id, RunSpec.outcome.is_(None)
             )
         )
-        session.get_one(Spec, spec.spec_id).status = "in_progress"
         if open_passage is not None:
             return open_passage
+        claim = update(Spec).where(Spec.id == spec.spec_id, Spec.status == "pending")
+        claimed = cast(CursorResult[Any], session.execute(claim.values(status="in_progress")))
+        if claimed.rowcount != 1:
+            return None
         passage = RunSpec(
             run_id=run_id, spec_id=spec.spec_id, group=spec.group, started_at=utcnow()
         )
@@ -152,17 +166,27 @@ async def finish_spec(passage_id: int, outcome: str, ended_node: str | None) -> 
 async def settle_run(
     run_id: str, status: str, blocker: dict[str, Any] | None, counts: RunCounts
 ) -> None:
-    """Write the run's and the graph's final status (and blocker) together."""
+    """Write the run's and the graph's final status (and blocker) together.
+
+    The summary carries the run's counts and, under ``held_elsewhere``, which of its specs
+    another run is still running, so a run that passed specs over says where they went.
+    """
     with open_store().transaction() as session:
         run = set_run_status(session, run_id, status, blocker)
         run.ended_at = utcnow()
-        run.summary = counts.model_dump()
+        summary = counts.model_dump()
+        held = _held_elsewhere(session, run, _scope(session, run))
+        if held:
+            summary["held_elsewhere"] = list(held.values())
+        run.summary = summary
 
 
 @activity.defn
 async def queue_settlement(run_id: str) -> dict[str, Any] | None:
-    """For a drained queue run: ``None`` if every member completed or was skipped, else
-    the blocker naming the members that did not (DESIGN §6.6)."""
+    """For a drained queue run: ``None`` if every member completed, was skipped or is held
+    by another active run, else the blocker naming the members that did not complete
+    (DESIGN §6.6). A member another run holds is not this run's failure; the blocker
+    names the run that has it."""
     with open_store().transaction() as session:
         run = session.get_one(Run, run_id)
         rows = session.execute(
@@ -171,18 +195,54 @@ async def queue_settlement(run_id: str) -> dict[str, Any] | None:
             .where(QueueMember.queue_id == run.queue_id)
             .order_by(QueueMember.position)
         ).all()
+        held = _held_elsewhere(session, run, [spec_id for spec_id, _, _ in rows])
     unfinished = [
         (spec_id, name, status)
         for spec_id, name, status in rows
-        if status not in ("completed", "skipped")
+        if status not in ("completed", "skipped") and spec_id not in held
     ]
     if not unfinished:
         return None
     names = ", ".join(f"{name} ({spec_id}: {status})" for spec_id, name, status in unfinished)
-    return {
+    elsewhere = "".join(f"; {message}" for message in held.values())
+    blocker: dict[str, Any] = {
         "kind": "queue_failed",
-        "message": f"{len(unfinished)} queue member(s) did not complete: {names}",
+        "message": f"{len(unfinished)} queue member(s) did not complete: {names}{elsewhere}",
         "failed_specs": [spec_id for spec_id, _, _ in unfinished],
+    }
+    if held:
+        blocker["held_elsewhere"] = list(held.values())
+    return blocker
+
+
+def _scope(session: Session, run: Run) -> list[str]:
+    """The specs a run drains: its queue's members, else its graph's bound specs."""
+    if run.queue_id is not None:
+        query = select(QueueMember.spec_id).where(QueueMember.queue_id == run.queue_id)
+    else:
+        query = select(GraphSpec.spec_id).where(GraphSpec.graph_id == run.graph_id)
+    return list(session.scalars(query))
+
+
+def _held_elsewhere(session: Session, run: Run, spec_ids: list[str]) -> dict[str, str]:
+    """Which of ``spec_ids`` another active run holds (an open passage), each with the line
+    that says so: ``spec alpha (spec-…) is being run by run-… of graph build``."""
+    rows = session.execute(
+        select(RunSpec.spec_id, Spec.name, Run.id, Graph.name)
+        .join(Run, Run.id == RunSpec.run_id)
+        .join(Graph, Graph.id == Run.graph_id)
+        .join(Spec, Spec.id == RunSpec.spec_id)
+        .where(
+            RunSpec.spec_id.in_(spec_ids),
+            RunSpec.outcome.is_(None),
+            Run.id != run.id,
+            Run.status.in_(ACTIVE_RUN_STATUSES),
+        )
+        .order_by(RunSpec.id)
+    )
+    return {
+        spec_id: f"spec {name} ({spec_id}) is being run by {holder} of graph {graph}"
+        for spec_id, name, holder, graph in rows
     }
 
 

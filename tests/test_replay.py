@@ -18,12 +18,13 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from canopy.ops import graphs, queues, runs, sessions
+from canopy.ops import control, graphs, queues, runs, sessions
 from canopy.session_wake import wait_for_delivery, wake_session
 from canopy.sessionmodels import session_workflow_id
 from canopy.store.engine import Store
+from canopy.store.models import Graph
 from tests.conftest import make_specs
-from tests.engine import fake_node
+from tests.engine import eventually, fake_node
 from workflows.graph_run import GraphRun
 from workflows.session_delivery import SessionDelivery
 
@@ -33,6 +34,7 @@ SETTLE_TIMEOUT = 60.0
 
 Scenario = Callable[[Client, Store, Path], Awaitable[str]]
 """Sets up and runs one workflow; returns its workflow id once it settled."""
+CHECK = {"name": "check", "command": "true"}
 
 
 async def settle(store: Store, graph: str, queue: str | None = None) -> dict[str, object]:
@@ -75,13 +77,47 @@ async def continue_as_new(client: Client, store: Store, repo: Path) -> str:
     queue = queues.queue_create(store, "q")["id"]
     for spec_id in make_specs(store, "alpha", "beta", "gamma"):
         queues.queue_add_spec(store, queue, spec_id)
-    node = {"name": "check", "command": "true"}
-    graph = graphs.graph_create(store, {"name": "g", "workdir": str(repo), "nodes": [node]})
+    graph = graphs.graph_create(store, {"name": "g", "workdir": str(repo), "nodes": [CHECK]})
     result = await settle(store, graph["id"], queue)
     assert result["status"] == "completed"
     info = graphs.graph_get(store, graph["id"])
     assert info["runs"][0]["summary"]["completed"] == 3, "counts carried across executions"
     return str(result["workflow_id"])
+
+
+async def pass_over(client: Client, store: Store, repo: Path) -> str:
+    """A run paused before a spec that another graph's run takes meanwhile: on continue it
+    finds the spec claimed, passes it over and runs the next one."""
+    w, x, y = make_specs(store, "w", "x", "y")
+    queue = queues.queue_create(store, "q")["id"]
+    for spec_id in (w, x, y):
+        queues.queue_add_spec(store, queue, spec_id)
+    dirty_after_w = {"name": "work", "command": f"test {{{{spec_id}}}} != {w} || touch scratch.txt"}
+    graph = graphs.graph_create(
+        store, {"name": "g", "workdir": str(repo), "nodes": [dirty_after_w]}
+    )["id"]
+    started = await runs.graph_run(store, graph, queue=queue)
+
+    def paused_before_x() -> bool:
+        with store.transaction() as session:
+            blocker = session.get_one(Graph, graph).blocker or {}
+        return bool(blocker.get("next_spec", {}).get("id") == x)
+
+    await eventually(paused_before_x, "a pause before x")
+    other_queue = queues.queue_create(store, "other")["id"]
+    queues.queue_add_spec(store, other_queue, x)
+    other = graphs.graph_create(
+        store,
+        {"name": "h", "workdir": str(repo), "allow_dirty_start": True, "nodes": [CHECK]},
+    )["id"]
+    assert (await settle(store, other, other_queue))["status"] == "completed"
+    (repo / "scratch.txt").unlink()
+    await control.graph_continue(store, graph)
+    settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
+    assert settled["status"] == "completed", settled
+    info = graphs.graph_get(store, graph)
+    assert [n["spec_id"] for n in info["node_runs"]] == [w, y], "x ran in the other run only"
+    return str(started["workflow_id"])
 
 
 async def session_delivery(client: Client, store: Store, repo: Path) -> str:
@@ -101,6 +137,7 @@ SCENARIOS: dict[str, Scenario] = {
     "drain": drain,
     "settle_failed": settle_failed,
     "continue_as_new": continue_as_new,
+    "pass_over": pass_over,
     "session_delivery": session_delivery,
 }
 

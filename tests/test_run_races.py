@@ -1,6 +1,6 @@
 """Runs racing each other on the real dev server, on SQLite and on Postgres: one active run
-per graph however many starts arrive at once, and the start that finds the graph's
-previous workflow still closing (DESIGN §6.1).
+per graph however many starts arrive at once, one run per spec when queues share specs,
+and the start that finds the graph's previous workflow still closing (DESIGN §6.1, §6.2).
 """
 
 import asyncio
@@ -17,20 +17,25 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from activities import run_state
+from activities import bookkeeping, run_state
 from canopy import temporal_client
 from canopy.errors import Refused
 from canopy.ops import graphs, queues, runs
 from canopy.paths import configured_db_url
+from canopy.runmodels import NextSpec, RunCounts
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import Store
-from canopy.store.models import Graph, Run
+from canopy.store.models import Graph, NodeRun, Run
 from tests.cli_helpers import canopy_env
 from tests.conftest import make_specs, snapshot
 
 pytestmark = pytest.mark.server
 SETTLE_TIMEOUT = 120.0
 RACERS = 10
+SHARED_SPECS = 5
+TRIES = 5
+"""Times the shared-specs race is run per backend: before the claim, every try ran all
+five specs twice (the two runs read the same next spec in lockstep)."""
 
 
 @pytest.fixture
@@ -157,6 +162,49 @@ async def test_ten_simultaneous_cli_starts_print_one_line_each(
     assert await workflows_under(serving, f"canopy-{graph}") == completed, "one workflow"
 
 
+async def test_two_graphs_draining_queues_that_share_specs_run_each_spec_once(
+    serving: Client, store: Store, repo: Path, tmp_path: Path
+) -> None:
+    began = time.monotonic()
+    for attempt in range(TRIES):
+        log = tmp_path / f"executions-{attempt}.txt"
+        spec_ids = make_specs(store, *(f"spec{attempt}-{i}" for i in range(SHARED_SPECS)))
+        first = make_graph(store, f"first{attempt}", repo, log)
+        second = make_graph(store, f"second{attempt}", repo, log)
+        started = await asyncio.gather(
+            runs.graph_run(store, first, queue=make_queue(store, f"a{attempt}", spec_ids)),
+            runs.graph_run(store, second, queue=make_queue(store, f"b{attempt}", spec_ids)),
+        )
+        settled = [await runs.wait_until_settled(store, g, SETTLE_TIMEOUT) for g in (first, second)]
+        assert executions(log) == Counter(spec_ids), f"try {attempt}"
+        assert [s["status"] for s in settled] == ["completed", "completed"], settled
+        ran = node_runs_by_run(store, [r["run_id"] for r in started])
+        assert sorted(spec for specs in ran.values() for spec in specs) == sorted(spec_ids)
+        for other, mine in ((started[1], started[0]), (started[0], started[1])):
+            held = run_summary(store, mine["run_id"]).get("held_elsewhere", [])
+            assert all(f"is being run by {other['run_id']} of graph" in line for line in held)
+    print(f"{TRIES} shared-spec races took {time.monotonic() - began:.1f} s")
+
+
+def node_runs_by_run(store: Store, run_ids: list[str]) -> dict[str, list[str]]:
+    """The specs each run launched a node for, in launch order."""
+    with store.transaction() as session:
+        rows = session.execute(
+            select(NodeRun.run_id, NodeRun.spec_id)
+            .where(NodeRun.run_id.in_(run_ids))
+            .order_by(NodeRun.id)
+        ).all()
+    found: dict[str, list[str]] = {run_id: [] for run_id in run_ids}
+    for run_id, spec_id in rows:
+        found[run_id].append(spec_id)
+    return found
+
+
+def run_summary(store: Store, run_id: str) -> dict[str, Any]:
+    with store.transaction() as session:
+        return dict(session.get_one(Run, run_id).summary or {})
+
+
 async def lingering_workflow(client: Client, graph: str) -> str:
     """A workflow under the graph's workflow id that no worker serves: it stays running,
     like a previous run's workflow that has not closed yet."""
@@ -210,6 +258,46 @@ async def test_a_start_is_refused_while_the_graphs_workflow_keeps_running(
     )
     assert snapshot(store) == before, "the refused start left nothing behind"
     await serving.get_workflow_handle(workflow_id).terminate("test over")
+
+
+async def test_a_spec_another_run_holds_is_passed_over_and_named_never_blamed(
+    store: Store, repo: Path, tmp_path: Path
+) -> None:
+    alpha, beta = make_specs(store, "alpha", "beta")
+    log = tmp_path / "executions.txt"
+    mine_queue = make_queue(store, "mine", [alpha, beta])
+    mine = runs.prepare_run(store, make_graph(store, "mine", repo, log), queue=mine_queue)
+    theirs_queue = make_queue(store, "theirs", [alpha])
+    theirs = runs.prepare_run(store, make_graph(store, "theirs", repo, log), queue=theirs_queue)
+    mine_id, theirs_id = mine.start.run_id, theirs.start.run_id
+    held = NextSpec(spec_id=alpha, name="alpha")
+
+    passage = await bookkeeping.begin_spec(theirs_id, held)
+    assert passage is not None
+    assert await bookkeeping.begin_spec(theirs_id, held) == passage, "a retry finds its passage"
+    assert await bookkeeping.begin_spec(mine_id, held) is None, "the other run passes it over"
+
+    beta_passage = await bookkeeping.begin_spec(mine_id, NextSpec(spec_id=beta, name="beta"))
+    assert beta_passage is not None
+    await bookkeeping.finish_spec(beta_passage, "completed", "work")
+    assert await bookkeeping.queue_settlement(mine_id) is None, "alpha is not mine to blame"
+
+    (gamma,) = make_specs(store, "gamma")
+    queues.queue_add_spec(store, mine_queue, gamma)
+    gamma_passage = await bookkeeping.begin_spec(mine_id, NextSpec(spec_id=gamma, name="gamma"))
+    assert gamma_passage is not None
+    await bookkeeping.finish_spec(gamma_passage, "failed", "work")
+    line = f"spec alpha ({alpha}) is being run by {theirs_id} of graph theirs"
+    blocker = await bookkeeping.queue_settlement(mine_id)
+    assert blocker == {
+        "kind": "queue_failed",
+        "message": f"1 queue member(s) did not complete: gamma ({gamma}: failed); {line}",
+        "failed_specs": [gamma],
+        "held_elsewhere": [line],
+    }
+    counts = RunCounts(completed=1, failed=1, specs_started=2)
+    await bookkeeping.settle_run(mine_id, "failed", blocker, counts)
+    assert run_summary(store, mine_id) == {**counts.model_dump(), "held_elsewhere": [line]}
 
 
 async def test_a_retried_reset_leaves_the_next_run_alone(store: Store, repo: Path) -> None:

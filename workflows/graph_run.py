@@ -8,6 +8,9 @@ agents task queue of the host holding the workdir; bookkeeping runs on the main 
 Between specs the dirty-tree guard runs; a dirty tree, a ``pause`` or a ``stop`` parks
 the run (graph ``paused`` with a blocker) until a ``continue_run`` signal says how to go
 on. A usage limit parks it on a durable timer instead (graph stays ``running``).
+
+A spec that another run claimed first (two graphs draining queues that share it) is
+passed over: the run goes back through the spec boundary to the next spec.
 """
 
 import contextlib
@@ -66,6 +69,10 @@ class Session:
 
     id: str
     platform: str
+
+
+TAKEN = "taken"
+"""The :class:`SpecEnd` outcome of a spec another run claimed first: no passage opened."""
 
 
 @dataclass
@@ -143,6 +150,9 @@ class GraphRun:
                 end = await self._skip(start, spec)
             else:
                 end = await self._run_spec(start, spec, plan.node, plan.session)
+            if end.outcome == TAKEN:
+                plan = Plan()
+                continue
             counts.specs_started += 1
             if end.outcome == "completed":
                 counts.completed += 1
@@ -294,6 +304,8 @@ class GraphRun:
     async def _skip(self, start: RunInput, spec: NextSpec) -> SpecEnd:
         """Mark a spec skipped (``continue --mode skip_next_spec``)."""
         passage = await self._bookkeeping(bookkeeping.begin_spec, start.run_id, spec)
+        if passage is None:
+            return SpecEnd(TAKEN)
         await self._bookkeeping(bookkeeping.finish_spec, passage, "skipped", None)
         return SpecEnd("skipped")
 
@@ -303,6 +315,9 @@ class GraphRun:
         """Walk the nodes for one spec from ``first_node``; how the passage ended."""
         self._show(spec, None)
         passage = await self._bookkeeping(bookkeeping.begin_spec, start.run_id, spec)
+        if passage is None:
+            self._show(None, None)
+            return SpecEnd(TAKEN)
         visits: dict[str, int] = {}
         node_name = first_node
         end = SpecEnd("failed")
