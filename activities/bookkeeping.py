@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from temporalio import activity
 
 from canopy.graphs.transitions import default_next
-from canopy.runmodels import NextSpec, NodeResult, NodeStep, RunCounts
+from canopy.runmodels import NextSpec, NodeResult, NodeStep, RunCounts, node_timeout_minutes
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import open_store
 from canopy.store.models import Graph, GraphSpec, NodeRun, QueueMember, Run, RunSpec, Spec
@@ -88,7 +88,9 @@ async def load_node(graph_id: str, node_name: str | None) -> NodeStep | None:
     """A node as stored now (``None``: the first node), transitions resolved.
 
     Nodes are read at each dispatch, so a ``graph edit`` during a run takes effect at the
-    next node launch. ``None`` is returned when the named node no longer exists.
+    next node launch. ``None`` is returned when the named node no longer exists. An absurd
+    stored timeout is clamped (:func:`node_timeout_minutes`) in the definition too, since
+    the node's activity reads its process timeout from there.
     """
     with open_store().transaction() as session:
         graph = session.get_one(Graph, graph_id)
@@ -101,6 +103,9 @@ async def load_node(graph_id: str, node_name: str | None) -> NodeStep | None:
     node = dict(nodes[index])
     if node.get("ensemble"):
         node["ensemble_members"] = ensembles.get(node["ensemble"], [])
+    timeout = node_timeout_minutes(node.pop("timeout_minutes", None))
+    if timeout is not None:
+        node["timeout_minutes"] = timeout
     following = default_next(nodes, index)
     return NodeStep(
         name=node["name"],
@@ -108,7 +113,7 @@ async def load_node(graph_id: str, node_name: str | None) -> NodeStep | None:
         next_node=node.get("next") or following,
         on_failure=node.get("on_failure"),
         max_visits=node.get("max_visits") or DEFAULT_MAX_VISITS,
-        timeout_minutes=node.get("timeout_minutes"),
+        timeout_minutes=timeout,
     )
 
 
@@ -131,7 +136,8 @@ async def start_node_run(run_id: str, spec_id: str, node: str, visit: int) -> in
 
 @activity.defn
 async def finish_node_run(node_run_id: int, result: NodeResult) -> None:
-    """Record how a node run ended: status, exit code, log, harness session."""
+    """Record how a node run ended: status, exit code, log, harness session, and why it
+    failed when that is known (an activity error is otherwise only in the worker's log)."""
     with open_store().transaction() as session:
         node_run = session.get_one(NodeRun, node_run_id)
         node_run.status = result.status
@@ -139,6 +145,7 @@ async def finish_node_run(node_run_id: int, result: NodeResult) -> None:
         node_run.log_path = result.log_path
         node_run.harness_session_id = result.harness_session_id
         node_run.platform = result.platform
+        node_run.error = result.error
         node_run.ended_at = utcnow()
 
 

@@ -4,10 +4,13 @@ Small on purpose: ids, names, paths and outcomes — never agent output (that go
 files under the data dir). Pydantic models, carried by the pydantic data converter.
 """
 
+import math
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from canopy.limits import NODE_TIMEOUT_MINUTES
 
 SpecOutcome = Literal["completed", "failed", "skipped", "interrupted", "limit_blocked"]
 NodeStatus = Literal["succeeded", "failed", "limit_blocked", "timed_out", "interrupted"]
@@ -46,6 +49,27 @@ class NextSpec(BaseModel):
     spec_id: str
     name: str
     group: str | None = None
+
+
+MAX_NODE_TIMEOUT_MINUTES = NODE_TIMEOUT_MINUTES.high
+"""The longest a node may be given (7 days), the bound graph edits enforce. Graphs stored
+before that check may hold more; the engine clamps to it, since Temporal deadlines and
+Python timedeltas overflow long before ``1e308`` minutes and a workflow task that raises
+on one fails forever, wedging the run."""
+
+
+def node_timeout_minutes(value: object) -> float | None:
+    """A stored ``timeout_minutes`` as the engine may use it.
+
+    ``None`` (no node timeout) for a missing, non-numeric, NaN or non-positive value;
+    otherwise the value, at most :data:`MAX_NODE_TIMEOUT_MINUTES` (infinity included).
+    Graphs stored before timeouts were validated can hold any of these.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if (isinstance(value, float) and math.isnan(value)) or value <= 0:
+        return None
+    return min(value, MAX_NODE_TIMEOUT_MINUTES)
 
 
 class NodeStep(BaseModel):

@@ -115,9 +115,10 @@ def _show_nodes(nodes: list[dict[str, Any]]) -> None:
 
 
 def _show_node_runs(node_runs: list[dict[str, Any]]) -> None:
+    """The latest run's node runs, each failure with the reason it was given."""
     print_table(
         "Node runs (latest run)",
-        ["spec", "node", "visit", "platform", "status", "exit", "started", "ended", "log"],
+        ["spec", "node", "visit", "platform", "status", "exit", "error", "started", "ended", "log"],
         [
             [
                 n["spec_name"] or n["spec_id"],
@@ -126,6 +127,7 @@ def _show_node_runs(node_runs: list[dict[str, Any]]) -> None:
                 n["platform"] or "",
                 n["status"],
                 n["exit_code"],
+                n["error"] or "",
                 n["started_at"],
                 n["ended_at"],
                 n["log_path"] or "",

@@ -7,10 +7,13 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client
 
+from activities import bookkeeping, nodes
 from canopy.errors import Refused
 from canopy.ops import graphs, queues, runs, specs
+from canopy.runmodels import MAX_NODE_TIMEOUT_MINUTES, NodeLaunch
 from canopy.store.engine import Store
-from canopy.store.models import NodeRun, Run, RunSpec
+from canopy.store.models import Graph, NodeRun, Run, RunSpec
+from cli import graph_views
 from tests.conftest import make_specs
 from tests.engine import fake_node
 
@@ -168,3 +171,60 @@ async def test_the_launch_guard_refuses_dirty_trees_non_repos_and_second_runs(
     with pytest.raises(Refused, match=f"already has an active run {first['run_id']}"):
         await runs.graph_run(store, graph)
     await serving.get_workflow_handle(first["workflow_id"]).terminate("test over")
+
+
+async def test_a_failed_node_run_records_why_and_graph_info_shows_it(
+    serving: Client,
+    store: Store,
+    repo: Path,
+    canopy_home: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (spec,) = make_specs(store, "alpha")
+    graph = make_graph(store, repo, [IMPLEMENT], specs=[spec])
+    (canopy_home / "config.toml").write_text("[platforms.claude]\nbogus = true\n")
+    result = await run_and_settle(store, graph)
+    assert result["status"] == "failed"
+    reason = (
+        f"node implement could not start: config file {canopy_home / 'config.toml'}: "
+        "platforms.claude.bogus: Extra inputs are not permitted"
+    )
+    (node_run,) = graphs.graph_get(store, graph)["node_runs"]
+    assert (node_run["status"], node_run["error"]) == ("failed", reason)
+    monkeypatch.setenv("COLUMNS", "1000")
+    graph_views.show_graph(graphs.graph_get(store, graph))
+    assert reason in capsys.readouterr().out
+
+
+async def test_a_node_whose_activity_fails_records_the_activity_error(
+    serving: Client, store: Store, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(launch: NodeLaunch) -> None:
+        raise Refused(f"no room for node run {launch.node_run_id}")  # not retried
+
+    monkeypatch.setattr(nodes, "node_files", broken)
+    (spec,) = make_specs(store, "alpha")
+    graph = make_graph(store, repo, [{"name": "check", "command": "true"}], specs=[spec])
+    result = await run_and_settle(store, graph)
+    assert result["status"] == "failed"
+    (node_run,) = graphs.graph_get(store, graph)["node_runs"]
+    assert (node_run["status"], node_run["error"]) == (
+        "failed",
+        f"Refused: no room for node run {node_run['id']}",
+    )
+
+
+async def test_an_absurd_stored_timeout_cannot_wedge_the_run(
+    serving: Client, store: Store, repo: Path
+) -> None:
+    (spec,) = make_specs(store, "alpha")
+    graph = make_graph(store, repo, [{"name": "check", "command": "true"}], specs=[spec])
+    with store.transaction() as session:  # stored before timeouts were validated
+        row = session.get_one(Graph, graph)
+        row.nodes = [{**row.nodes[0], "timeout_minutes": 1e308}]
+    result = await run_and_settle(store, graph)
+    assert result["status"] == "completed", result
+    step = await bookkeeping.load_node(graph, "check")
+    assert step is not None
+    assert step.timeout_minutes == step.definition["timeout_minutes"] == MAX_NODE_TIMEOUT_MINUTES

@@ -1,8 +1,12 @@
-"""Pure pieces of the run engine: porcelain parsing and default transitions."""
+"""Pure pieces of the run engine: porcelain parsing, default transitions, node timeouts."""
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from canopy.graphs.transitions import default_next
+from canopy.runmodels import MAX_NODE_TIMEOUT_MINUTES, node_timeout_minutes
 from canopy.worktree import describe_dirty, parse_porcelain_z, worktree_state
 from tests.engine import git
 
@@ -34,3 +38,28 @@ def test_default_next_is_the_following_node_skipping_failure_handlers() -> None:
     assert default_next(nodes, 0) == "test"
     assert default_next(nodes, 1) == "docs"
     assert default_next(nodes, 3) is None
+
+
+@pytest.mark.parametrize(
+    ("stored", "used"),
+    [
+        (None, None),
+        (30, 30),
+        (2.5, 2.5),
+        (MAX_NODE_TIMEOUT_MINUTES, MAX_NODE_TIMEOUT_MINUTES),
+        (MAX_NODE_TIMEOUT_MINUTES + 1, MAX_NODE_TIMEOUT_MINUTES),
+        (1e308, MAX_NODE_TIMEOUT_MINUTES),
+        (10**400, MAX_NODE_TIMEOUT_MINUTES),
+        (float("inf"), MAX_NODE_TIMEOUT_MINUTES),
+        (float("nan"), None),
+        (0, None),
+        (-5, None),
+        (float("-inf"), None),
+        (True, None),
+        ("30", None),
+    ],
+)
+def test_a_stored_node_timeout_is_clamped_to_what_the_engine_can_use(
+    stored: Any, used: float | None
+) -> None:
+    assert node_timeout_minutes(stored) == used

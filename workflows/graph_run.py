@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         NodeStep,
         RunInput,
         RunStatus,
+        node_timeout_minutes,
     )
     from workflows import blockers
 
@@ -449,7 +450,8 @@ class GraphRun:
             member=member,
         )
         runner = nodes.run_command_node if step.definition.get("command") else nodes.run_agent_node
-        timeout_minutes = step.timeout_minutes or DEFAULT_NODE_TIMEOUT_MINUTES
+        # clamped here too: a timedelta of an absurd float raises, failing every task
+        timeout_minutes = node_timeout_minutes(step.timeout_minutes) or DEFAULT_NODE_TIMEOUT_MINUTES
         handle = workflow.start_activity(
             runner,
             launch,

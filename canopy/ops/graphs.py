@@ -426,6 +426,7 @@ def _node_runs(session: Session, run_id: str) -> list[dict[str, Any]]:
             "exit_code": node_run.exit_code,
             "log_path": node_run.log_path,
             "harness_session_id": node_run.harness_session_id,
+            "error": node_run.error,
             "started_at": to_iso(node_run.started_at),
             "ended_at": to_iso(node_run.ended_at),
         }
