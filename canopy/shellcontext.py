@@ -28,15 +28,7 @@ import enum
 import re
 from dataclasses import dataclass, field
 
-from canopy.shellwords import (
-    UNKNOWN_COMMAND,
-    Word,
-    command_words,
-    evaluator,
-    script_argument,
-    script_reader,
-    takes_a_name,
-)
+from canopy.shellwords import UNKNOWN_COMMAND, Command, Word
 
 
 class Quoting(enum.Enum):
@@ -229,13 +221,13 @@ _ALIASES = Unsafe(
 )
 
 
-def _whole_script_unsafe(words: list[Word]) -> Unsafe | None:
+def _whole_script_unsafe(command: Command) -> Unsafe | None:
     """What a command rules out for every marker of its script, before or after it."""
-    reader = script_reader(words)
+    reader = command.script_reader()
     if reader == UNKNOWN_COMMAND:
         return Unsafe(
-            f"is in a script that also runs {reader}, which may be a shell reading its "
-            "script from stdin and so run the value as code",
+            f'is in a script that also runs {reader} (a name such as "$cmd" or a marker), '
+            "which may be eval or a shell reading its script from stdin",
             f"name the command literally, or use {_VAR}",
         )
     if reader:
@@ -244,7 +236,7 @@ def _whole_script_unsafe(words: list[Word]) -> Unsafe | None:
             "stdin, a substitution or xargs), which could run the value as code",
             f"let that script read {_VAR} from its environment",
         )
-    return _ALIASES if evaluator(words) == "alias" else None
+    return _ALIASES if command.evaluator() == "alias" else None
 
 
 def _unreadable(construct: str) -> Unsafe:
@@ -330,7 +322,7 @@ class _Script:
         self.word: _Word | None = None
         self.next_role = _Role.ARG
         self.delimiter_operator = ""
-        self.words: list[Word] = []
+        self.command = Command()
         self.heredocs: list[_Heredoc] = []
         self.paren_depth = 0
         self.case_depth = 0
@@ -405,7 +397,7 @@ class _Script:
 
     def _command_unsafe(self) -> Unsafe | None:
         """Commands that evaluate their arguments as code make every marker in them unsafe."""
-        name = evaluator(self.words)
+        name = self.command.evaluator()
         if name is None:
             return None
         return _EVALUATED.get(name, _INTEGER)
@@ -415,11 +407,11 @@ class _Script:
         role = word.role if word is not None else self.next_role
         if role is _Role.DELIMITER:
             return _DELIMITER
-        namer = takes_a_name(self.words) if role is _Role.ARG else None
+        namer = self.command.takes_a_name() if role is _Role.ARG else None
         if namer is not None and (word is None or "=" not in word.raw):
             return _variable_name(namer)
         if word is None:
-            verdict = script_argument(self.words) if role is _Role.ARG else (False, "")
+            verdict = self.command.script_next() if role is _Role.ARG else (False, "")
             if verdict[0] is None:
                 return _may_be_script(verdict[1])
             return _script_outside_single_quotes(verdict[1]) if verdict[0] else None
@@ -755,7 +747,7 @@ class _Script:
         word = _Word(self.next_role, [char])
         self.next_role = _Role.ARG
         if word.role is _Role.ARG:
-            verdict, word.shell = script_argument(self.words)
+            verdict, word.shell = self.command.script_next()
             if verdict is None:
                 word.unknown = _may_be_script(word.shell)
             elif verdict:
@@ -811,7 +803,7 @@ class _Script:
     def _add_word(self, word: Word) -> None:
         """Keep ``word`` for its command; track the ``[[``/``case`` it opens or closes."""
         value = word.value
-        at_command = not command_words(self.words)
+        at_command = self.command.at_name
         if self.dbracket is not None:
             if value == "]]":
                 self._close_dbracket()
@@ -823,10 +815,11 @@ class _Script:
             self.case_depth += 1
         elif value == "esac" and self.case_depth and (at_command or self._after("in")):
             self.case_depth -= 1
-        self.words.append(word)
+        self.command.add(word)
 
     def _after(self, value: str) -> bool:
-        return bool(self.words) and self.words[-1].value == value
+        words = self.command.words
+        return bool(words) and words[-1].value == value
 
     def _close_dbracket(self) -> None:
         dbracket = self.dbracket
@@ -838,8 +831,8 @@ class _Script:
     def _end_command(self) -> None:
         self._end_word()
         if self.whole is None:
-            self.whole = _whole_script_unsafe(self.words)
-        self.words = []
+            self.whole = _whole_script_unsafe(self.command)
+        self.command = Command()
         self.next_role = _Role.ARG
 
     def _start_operator(self, char: str) -> None:
@@ -873,7 +866,7 @@ class _Script:
     def _open_paren(self) -> None:
         if self.dbracket is not None:
             self._end_word()
-        elif self.word is None and not command_words(self.words):
+        elif self.word is None and self.command.at_name:
             self.paren = True
         else:
             self._end_word()
