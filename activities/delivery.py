@@ -23,7 +23,7 @@ from canopy import temporal_client
 from canopy.errors import Refused
 from canopy.ops.notifications import notify
 from canopy.ops.sessions import LIVE, SESSION_NOT_FOUND, message_json
-from canopy.paths import canopy_home
+from canopy.paths import canopy_home, inside
 from canopy.platforms import Platform, clamp_reset, get_platform
 from canopy.sessionmodels import DeliveryOutcome, DeliveryStatus, NextMessage
 from canopy.store.engine import open_store
@@ -139,7 +139,9 @@ def begin_delivery(message_id: str) -> TurnPlan | DeliveryOutcome:
             message.status, message.retry_at = "delivering", None
         assert target is not None
         files = ProcessFiles(
-            canopy_home() / "sessions" / target.id / "turns" / f"{message.id}-{message.attempts}"
+            inside(
+                canopy_home(), "sessions", target.id, "turns", f"{message.id}-{message.attempts}"
+            )
         )
         message.log_path = str(files.output)
         return TurnPlan(

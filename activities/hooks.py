@@ -34,7 +34,7 @@ from canopy import markers, specformat
 from canopy.errors import Refused
 from canopy.graphs.hooks import SPEC_EVENTS
 from canopy.ops.sessions import enqueue_hook_message
-from canopy.paths import canopy_home
+from canopy.paths import canopy_home, inside
 from canopy.platforms import get_platform
 from canopy.runmodels import HookFiring
 from canopy.session_wake import wake_session
@@ -43,8 +43,6 @@ from canopy.store.models import Graph, HookRun, Message, RunSpec, Spec
 from canopy.timefmt import utcnow
 
 OUTPUT_KEPT_CHARACTERS = 4000
-HOOK_ENV_PREFIX = "CANOPY_HOOK_"
-"""Command hooks read marker values as ``CANOPY_HOOK_<MARKER>`` variables."""
 COMMAND_HOOK_TIMEOUT_MINUTES = 60.0
 
 
@@ -159,25 +157,29 @@ async def run_and_record(
     hook_run_id: int, hook: dict[str, Any], values: dict[str, str | None], firing: HookFiring
 ) -> None:
     """Run one hook and record how it went; any error becomes a failed hook run."""
-    files = hook_files(firing.run_id, hook_run_id)
+    files: ProcessFiles | None = None
     try:
+        files = hook_files(firing.run_id, hook_run_id)
         status, output, error = await run_hook(hook, values, firing, files, hook_run_id)
     except (Refused, LaunchError) as failure:  # a hook's failure is recorded, never raised
         status, output, error = "failed", None, str(failure)
     except Exception as failure:
         status, output, error = "failed", None, f"{type(failure).__name__}: {failure}"
+    log = files.output if files is not None and files.output.exists() else None
     with open_store().transaction() as session:
         hook_run = session.get_one(HookRun, hook_run_id)
         hook_run.status = status
         hook_run.output = output
         hook_run.error = error
-        hook_run.log_path = str(files.output) if files.output.exists() else None
+        hook_run.log_path = str(log) if log else None
         hook_run.ended_at = utcnow()
 
 
 def hook_files(run_id: str, hook_run_id: int) -> ProcessFiles:
     """``<data dir>/logs/runs/<run>/hooks/<hook run id>/``: ids only."""
-    return ProcessFiles(canopy_home() / "logs" / "runs" / run_id / "hooks" / f"{hook_run_id:06d}")
+    return ProcessFiles(
+        inside(canopy_home(), "logs", "runs", run_id, "hooks", f"{hook_run_id:06d}")
+    )
 
 
 async def run_hook(
@@ -234,12 +236,10 @@ async def run_command_hook(
     """A shell command with markers read from the exported ``CANOPY_HOOK_*`` variables."""
 
     def launch() -> Command:
-        rendered = markers.render(command, values, markers.HOOK_MARKERS, shell=True)
-        env = {
-            **markers.marker_env({m: values.get(m) for m in markers.HOOK_MARKERS}, HOOK_ENV_PREFIX),
-            **hook_env(firing),
-        }
-        return Command(["/bin/sh", "-c", rendered], firing.workdir, env)
+        rendered, env = markers.shell_command(
+            command, values, markers.HOOK_MARKERS, markers.HOOK_ENV_PREFIX
+        )
+        return Command(["/bin/sh", "-c", rendered], firing.workdir, {**env, **hook_env(firing)})
 
     watcher = OutputWatcher(files.output, None, None)
     end = await run_once(

@@ -27,15 +27,12 @@ from activities.detached import (
 )
 from canopy import markers, specformat
 from canopy.errors import Refused
-from canopy.paths import canopy_home
+from canopy.paths import canopy_home, inside
 from canopy.platforms import Platform, clamp_reset, get_platform
 from canopy.runmodels import NodeLaunch, NodeResult
 from canopy.store.engine import open_store
 from canopy.store.models import Spec
 from canopy.timefmt import utcnow
-
-NODE_ENV_PREFIX = "CANOPY_"
-"""Command nodes read marker values as ``CANOPY_<MARKER>`` (``CANOPY_SPEC_NAME`` …)."""
 
 
 def node_marker_values(launch: NodeLaunch) -> dict[str, str | None]:
@@ -58,7 +55,7 @@ def node_marker_values(launch: NodeLaunch) -> dict[str, str | None]:
 def node_files(launch: NodeLaunch) -> ProcessFiles:
     """``<data dir>/logs/runs/<run>/nodes/<node run id>/``: ids only, never a node's name."""
     return ProcessFiles(
-        canopy_home() / "logs" / "runs" / launch.run_id / "nodes" / f"{launch.node_run_id:06d}"
+        inside(canopy_home(), "logs", "runs", launch.run_id, "nodes", f"{launch.node_run_id:06d}")
     )
 
 
@@ -103,12 +100,12 @@ async def run_command_node(launch: NodeLaunch) -> NodeResult:
 
     def command() -> Command:
         values = node_marker_values(launch)
-        rendered = markers.render(launch.node["command"], values, markers.NODE_MARKERS, shell=True)
-        env = {
-            **markers.marker_env({m: values.get(m) for m in markers.NODE_MARKERS}, NODE_ENV_PREFIX),
-            **node_env(launch, values),
-        }
-        return Command(["/bin/sh", "-c", rendered], launch.workdir, env)
+        rendered, env = markers.shell_command(
+            launch.node["command"], values, markers.NODE_MARKERS, markers.NODE_ENV_PREFIX
+        )
+        return Command(
+            ["/bin/sh", "-c", rendered], launch.workdir, {**env, **node_env(launch, values)}
+        )
 
     try:
         end = await run_once(

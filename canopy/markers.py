@@ -10,9 +10,10 @@ literals, whitespace control). Refusals name the marker and ``where`` it was fou
 Prompts render with the values themselves: a missing one renders exactly ``(none)``, so
 no firing leaves a literal ``{{…}}`` behind. Shell commands never hold a value: each marker
 becomes a reference to the environment variable ``<prefix><NAME>`` that the caller exports
-(:func:`marker_env`), in the form its quoting context needs (:mod:`canopy.shellcontext`
-finds the context). Quoting a value instead cannot work: ``shlex.quote`` output placed
-inside the author's own ``"…"`` lets ``$(…)`` in a spec name run. Where no reference is
+(:func:`shell_command` builds both), in the form its quoting context needs
+(:mod:`canopy.shellcontext` finds the context). Quoting a value instead cannot work:
+``shlex.quote`` output placed inside the author's own ``"…"`` lets ``$(…)`` in a spec
+name run. Where no reference is
 safe (``eval``, arithmetic, a quoted heredoc, …) the command is refused, at ``graph_edit``
 time by :func:`check_command` and again at firing time by :func:`render_command`.
 Line endings in a template are normalised to ``\\n`` (jinja2's lexer does so).
@@ -20,7 +21,6 @@ Line endings in a template are normalised to ``\\n`` (jinja2's lexer does so).
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -49,6 +49,10 @@ HOOK_ENV_PREFIX = "CANOPY_HOOK_"
 
 NODE_ENV_PREFIX = "CANOPY_"
 """Command nodes read them from ``CANOPY_<NAME>``, next to ``CANOPY_SPEC_ID`` and friends."""
+
+ENV_VALUE_LIMIT = 100 * 1024
+"""The largest marker value exported to a command, in bytes (one environment string holds
+at most 128 KiB on Linux, name included)."""
 
 NONE_VALUE = "(none)"
 """What a known marker with no value renders as, everywhere."""
@@ -97,20 +101,46 @@ def render_command(
     return _render_command(text, allowed, env_prefix, where)
 
 
-def render(
-    text: str, values: Mapping[str, str | None], allowed: Sequence[str], shell: bool = False
-) -> str:
-    """``text`` with every marker substituted; ``shell`` quotes each value for a shell.
+def shell_command(
+    text: str,
+    values: Mapping[str, str | None],
+    allowed: Sequence[str],
+    env_prefix: str,
+    where: str = "command",
+) -> tuple[str, dict[str, str]]:
+    """A command ready to run: its text (:func:`render_command`) and the environment its
+    marker references read (every marker in ``allowed``, ``(none)`` when unset).
 
-    ``shell=True`` is unsafe inside the author's own quotes and goes once the command
-    callers use :func:`render_command`.
+    Linux caps one environment string at 128 KiB, so a value over
+    :data:`ENV_VALUE_LIMIT` is not exported; a command that refers to such a marker is
+    refused saying so, instead of failing to start with ``Argument list too long``.
+    """
+    rendered = render_command(text, allowed, env_prefix, where)
+    used = {piece.name for piece in _pieces(text, allowed, where) if isinstance(piece, _Marker)}
+    env: dict[str, str] = {}
+    for name in allowed:
+        value = _text(values.get(name))
+        size = len(value.encode("utf-8", errors="surrogateescape"))
+        if size <= ENV_VALUE_LIMIT:
+            env.update(marker_env({name: value}, env_prefix))
+        elif name in used:
+            raise Refused(
+                f"marker {{{{{name}}}}} in {where} holds {size // 1024} KiB, more than one "
+                f"environment variable carries ({ENV_VALUE_LIMIT // 1024} KiB); read the spec "
+                "with `canopy spec get $CANOPY_SPEC_ID --json` instead"
+            )
+    return rendered, env
+
+
+def render(text: str, values: Mapping[str, str | None], allowed: Sequence[str]) -> str:
+    """``text`` (a prompt, never a shell command) with every marker substituted.
 
     Every marker in ``allowed`` gets a value (``(none)`` when ``values`` has none), so the
     output never holds a marker literal. ``text`` is checked first: a template that was
     stored before the vocabulary changed is refused rather than rendered half-way.
     """
     template = _ENV.from_string(_parse(text, allowed, "template"))
-    return template.render({name: _substitute(values.get(name), shell) for name in allowed})
+    return template.render({name: _text(values.get(name)) for name in allowed})
 
 
 def marker_env(values: Mapping[str, str | None], prefix: str) -> dict[str, str]:
@@ -202,11 +232,6 @@ def _pieces(text: str, allowed: Sequence[str], where: str) -> list[str | _Marker
 
 def _text(value: str | None) -> str:
     return NONE_VALUE if value is None else value
-
-
-def _substitute(value: str | None, shell: bool) -> str:
-    text = _text(value)
-    return shlex.quote(text) if shell else text
 
 
 def _parse(text: str, allowed: Sequence[str], where: str) -> nodes.Template:
