@@ -518,7 +518,7 @@ async def test_graph_control_runs_and_steers_a_queue_run(
             "graph_name": "build",
             "queue_id": started["queue_id"],
             "workdir": str(repo),
-            "workflow_id": f"canopy-{graph_id}-run-1",
+            "workflow_id": f"canopy-{graph_id}",
             "status": "running",
         }
         assert await refused(client, "graph_control", action="run", graph_id="build") == (
