@@ -60,6 +60,11 @@ DEFAULT_MAX_VISITS = 5
 """``max_visits`` of a node that does not set it."""
 WAIT_SECONDS = Range(0, 604_800, "seconds", "7 days")
 """``canopy graph wait --timeout`` and ``canopy session send --wait``."""
+HEARTBEAT_TIMEOUT_SECONDS = Range(1, 3_600, "seconds", "1 hour")
+"""``CANOPY_HEARTBEAT_TIMEOUT``: how long a node may go silent before its attempt is
+retried (a retry adopts the running process, so this only bounds how soon)."""
+SPECS_PER_EXECUTION = Range(1, 10_000)
+"""``CANOPY_SPECS_PER_EXECUTION``: specs a run drains before it continues as new."""
 NOTIFICATIONS_LIMIT = Range(1, 10_000)
 """How many notifications one listing may ask for (``--limit``, MCP ``limit``)."""
 

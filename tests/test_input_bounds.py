@@ -607,3 +607,25 @@ def test_range_and_nesting_checks_are_exact() -> None:
     )
     assert nesting_problem({"a": [[{}]]}, max_depth=4) is None
     assert nesting_problem({"a": [[{"b": []}]]}, max_depth=4) == "nested deeper than 4 levels"
+
+
+@pytest.mark.parametrize(
+    ("variable", "raw", "complaint"),
+    [
+        ("CANOPY_HEARTBEAT_TIMEOUT", "0", "must be a positive whole number, not '0'"),
+        ("CANOPY_HEARTBEAT_TIMEOUT", "1e3", "must be a positive whole number, not '1e3'"),
+        ("CANOPY_HEARTBEAT_TIMEOUT", "١٢", "must be a positive whole number"),
+        ("CANOPY_HEARTBEAT_TIMEOUT", "10" + "0" * 30, "a 32-digit number is out of range"),
+        ("CANOPY_SPECS_PER_EXECUTION", "10001", "10001 is out of range"),
+    ],
+)
+def test_run_knobs_from_the_environment_are_bounded(
+    variable: str, raw: str, complaint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from canopy.ops.runs import run_tuning
+
+    monkeypatch.setenv(variable, raw)
+    with pytest.raises(Refused) as refused:
+        run_tuning()
+    assert complaint in str(refused.value)
+    assert "\n" not in str(refused.value)

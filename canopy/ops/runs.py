@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from canopy import temporal_client
 from canopy.errors import Refused
 from canopy.ids import new_id
+from canopy.limits import HEARTBEAT_TIMEOUT_SECONDS, SPECS_PER_EXECUTION, check_range
 from canopy.ops import control
 from canopy.ops.common import rows_of
 from canopy.runmodels import RunInput
@@ -47,19 +48,20 @@ LIVENESS_CHECK_SECONDS = 2.0
 def run_tuning() -> dict[str, int]:
     """Per-run knobs from the environment: ``CANOPY_HEARTBEAT_TIMEOUT`` (seconds a node may
     go silent before its worker counts as lost; default 30) and
-    ``CANOPY_SPECS_PER_EXECUTION`` (specs before continue-as-new; default 100)."""
+    ``CANOPY_SPECS_PER_EXECUTION`` (specs before continue-as-new; default 100), each
+    within its range in :mod:`canopy.limits`."""
     knobs = {
-        "heartbeat_timeout_seconds": "CANOPY_HEARTBEAT_TIMEOUT",
-        "specs_per_execution": "CANOPY_SPECS_PER_EXECUTION",
+        "heartbeat_timeout_seconds": ("CANOPY_HEARTBEAT_TIMEOUT", HEARTBEAT_TIMEOUT_SECONDS),
+        "specs_per_execution": ("CANOPY_SPECS_PER_EXECUTION", SPECS_PER_EXECUTION),
     }
     tuning = {}
-    for field, variable in knobs.items():
+    for field, (variable, bounds) in knobs.items():
         raw = os.environ.get(variable)
         if raw is None:
             continue
-        if not raw.isdigit() or int(raw) < 1:
+        if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
             raise Refused(f"{variable} must be a positive whole number, not {raw!r}")
-        tuning[field] = int(raw)
+        tuning[field] = int(check_range(int(raw), bounds, variable))
     return tuning
 
 
