@@ -118,9 +118,20 @@ async def load_node(graph_id: str, node_name: str | None) -> NodeStep | None:
 
 @activity.defn
 async def start_node_run(run_id: str, spec_id: str, node: str, visit: int) -> int:
-    """Record a node launch before it happens, so ``graph info`` shows it running."""
+    """Record a node launch before it happens, so ``graph info`` shows it running.
+
+    Idempotent: the row is keyed by this workflow execution and activity, which a retry
+    keeps, so a result lost on its way back (a server outage) never leaves a second
+    ``running`` node run behind.
+    """
+    info = activity.info()
+    key = f"{info.workflow_run_id}/{info.activity_id}"
     with open_store().transaction() as session:
+        recorded = session.scalar(select(NodeRun.id).where(NodeRun.launch_key == key))
+        if recorded is not None:
+            return recorded
         node_run = NodeRun(
+            launch_key=key,
             run_id=run_id,
             spec_id=spec_id,
             node=node,

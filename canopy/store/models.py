@@ -164,12 +164,16 @@ class NodeRun(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     """Why the node run did not succeed, when something said why (an activity error after
     its retries, a timeout, a usage limit, a stop)."""
+    launch_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    """The workflow execution and activity that recorded this node run: a retried
+    ``start_node_run`` finds its row instead of recording the launch twice."""
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     __table_args__ = (
         Index("ix_node_runs_run", "run_id", "id"),
         Index("ix_node_runs_spec", "spec_id"),
+        Index("ix_node_runs_launch_key", "launch_key", unique=True),
     )
 
 

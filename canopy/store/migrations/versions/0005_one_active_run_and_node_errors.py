@@ -6,7 +6,9 @@ pair is repaired first: for each graph, every active run but the newest ends as 
 (the same end ``graph reset`` gives a run whose workflow is gone).
 
 ``node_runs.error`` keeps why a node run failed (an activity error after its retries, a
-timeout, a usage limit), which was only in the worker's log before.
+timeout, a usage limit), which was only in the worker's log before. ``node_runs.launch_key``
+(unique) names the workflow execution and activity that recorded a node run, so a retried
+record of one launch finds its row instead of adding a second.
 
 Revision ID: 0005
 Revises: 0004
@@ -43,9 +45,13 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("node_runs", schema=None) as batch_op:
         batch_op.add_column(sa.Column("error", sa.Text(), nullable=True))
+        batch_op.add_column(sa.Column("launch_key", sa.String(length=200), nullable=True))
+        batch_op.create_index("ix_node_runs_launch_key", ["launch_key"], unique=True)
 
 
 def downgrade() -> None:
     with op.batch_alter_table("node_runs", schema=None) as batch_op:
+        batch_op.drop_index("ix_node_runs_launch_key")
+        batch_op.drop_column("launch_key")
         batch_op.drop_column("error")
     op.drop_index("ix_runs_one_active_per_graph", table_name="runs")
