@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from canopy.platforms.claude import ClaudePlatform
 from canopy.platforms.codex import CodexPlatform
 from canopy.platforms.gemini import GeminiPlatform
 from canopy.platforms.template import TemplatePlatform
+from tests.agent_runs import run_agent
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 EXECUTABLE = (sys.executable, str(FAKE_AGENT))
@@ -75,21 +75,10 @@ def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Homes:
 
 def run(platform: Platform, prompt: str, cwd: Path, resume: str | None = None) -> tuple[str, str]:
     """One fake-agent run with the adapter's own argv: (session id, stdout)."""
-    invocation = platform.build_invocation(
-        prompt, model=None, effort=None, resume_session_id=resume
-    )
-    done = subprocess.run(
-        invocation.argv,
-        input=invocation.stdin,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    ids = [found for found in map(platform.session_id_from_line, done.stdout.splitlines()) if found]
-    return ids[-1], done.stdout
+    done = run_agent(platform, prompt, cwd, resume=resume)
+    assert done.code == 0, done.stderr
+    assert done.session_id is not None, done.stdout
+    return done.session_id, done.stdout
 
 
 def ids(conversations: Iterable[HarnessConversation]) -> list[str]:

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from canopy.platforms import (
     get_platform,
     platform_names,
 )
+from tests.agent_runs import run_agent
 from tests.engine import agent_runs
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
@@ -583,46 +583,7 @@ def test_platform_names_without_config() -> None:
 
 
 # ---------------------------------------------------------- running the fake agent
-
-
-@dataclass
-class Run:
-    """One finished agent process, read through its platform adapter."""
-
-    code: int
-    stdout: str
-    stderr: str
-    session_id: str | None
-    limit: UsageLimit | None
-
-
-def run_agent(
-    platform: Platform,
-    prompt: str,
-    cwd: Path,
-    *,
-    resume: str | None = None,
-    model: str | None = None,
-    effort: str | None = None,
-    **env: str,
-) -> Run:
-    invocation = platform.build_invocation(
-        prompt, model=model, effort=effort, resume_session_id=resume
-    )
-    done = subprocess.run(
-        invocation.argv,
-        input=invocation.stdin,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env},
-        timeout=30,
-        check=False,
-    )
-    ids = [platform.session_id_from_line(text) for text in done.stdout.splitlines()]
-    session_id = next((found for found in reversed(ids) if found), None)
-    limit = platform.usage_limit(done.stdout + done.stderr, datetime.now(UTC))
-    return Run(done.returncode, done.stdout, done.stderr, session_id, limit)
+# (through tests.agent_runs.run_agent)
 
 
 def git_repo(path: Path) -> Path:
