@@ -6,7 +6,7 @@ command and git activities, which must run where the workdir is). SIGTERM or SIG
 both down gracefully, letting in-flight activities finish for a bounded time, and the
 process exits 0. Logs go to stdout (``canopy up`` redirects them to ``logs/worker.log``).
 
-Run it as ``python worker.py``, ``python -m worker`` or ``canopy worker``.
+Run it as ``python worker.py``, ``python -m canopy.worker`` or ``canopy worker``.
 """
 
 import asyncio
@@ -22,15 +22,15 @@ from typing import Any, NoReturn
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities import bookkeeping, delivery, hooks, nodes, run_state, worktree
-from activities.ping import ping
 from canopy import temporal_client
+from canopy.activities import bookkeeping, delivery, hooks, nodes, run_state, worktree
+from canopy.activities.ping import ping
 from canopy.errors import Refused
 from canopy.session_wake import wake_stalled_sessions
 from canopy.store.engine import open_store
-from workflows.graph_run import GraphRun
-from workflows.ping import PingWorkflow
-from workflows.session_delivery import SessionDelivery
+from canopy.workflows.graph_run import GraphRun
+from canopy.workflows.ping import PingWorkflow
+from canopy.workflows.session_delivery import SessionDelivery
 
 # --- registry: everything this daemon hosts. New workflows and activities go here. -------
 

@@ -5,7 +5,7 @@
 platform adapter — resuming the harness conversation once one is known — appends it to
 the transcript and writes the delivery record. A session that is no longer live gets
 nothing: the message becomes ``session_not_found`` (recallable) and a notification is
-written. Turns run detached (:mod:`activities.detached`), so a worker crash mid-turn
+written. Turns run detached (:mod:`canopy.activities.detached`), so a worker crash mid-turn
 neither kills the turn nor sends the prompt twice.
 """
 
@@ -18,8 +18,8 @@ from typing import Any, cast
 from sqlalchemy import select
 from temporalio import activity
 
-from activities.detached import Command, LaunchError, ProcessEnd, ProcessFiles, run_once
 from canopy import temporal_client
+from canopy.activities.detached import Command, LaunchError, ProcessEnd, ProcessFiles, run_once
 from canopy.errors import Refused
 from canopy.ops.notifications import notify
 from canopy.ops.sessions import LIVE, SESSION_NOT_FOUND, message_json

@@ -5,7 +5,7 @@ twice, an agent would be relaunched over its own half-done work, a prompt would 
 conversation twice. Yet the activity that runs it can lose its worker (kill -9), or
 its server (an outage longer than the heartbeat timeout makes Temporal retry an attempt
 that is still healthy). So the process runs detached from the worker (its own session,
-no parent-death signal) under :mod:`activities.detached_runner`, in a directory keyed by
+no parent-death signal) under :mod:`canopy.activities.detached_runner`, in a directory keyed by
 what it runs for (a node run, a hook run, a message), holding:
 
 - ``lock``: flock-ed by the runner for as long as it lives (inherited, so it is held
@@ -41,7 +41,7 @@ from typing import Any
 
 from temporalio import activity
 
-from activities import detached_runner
+from canopy.activities import detached_runner
 from canopy.platforms import Platform
 
 HEARTBEAT_SECONDS = 1.0

@@ -1,6 +1,6 @@
 """Runs one detached process and writes its exit status to a file.
 
-``python -I detached_runner.py EXIT_FILE -- ARGV...``, started by :mod:`activities.detached`
+``python -I detached_runner.py EXIT_FILE -- ARGV...``, started by :mod:`canopy.activities.detached`
 in a new session with the lock file inherited: the lock is held exactly as long as this
 process lives, so a worker that crashed and came back can tell a running process from a
 finished or lost one. The command inherits this runner's stdin (the ``input`` file) and

@@ -7,7 +7,7 @@ the others nor changes the graph's status.
 
 Each hook fires exactly once. Its run is recorded (status ``running``) before it starts,
 keyed by run, event occurrence and hook index; its process runs detached
-(:mod:`activities.detached`) in ``<data dir>/logs/runs/<run>/hooks/<hook run id>/``. A
+(:mod:`canopy.activities.detached`) in ``<data dir>/logs/runs/<run>/hooks/<hook run id>/``. A
 firing retried after a worker crash finishes what the crash interrupted, with the config
 recorded when it first fired: a hook whose process is running or done is adopted, one
 that never started is started, an interactive hook whose message is already queued is
@@ -21,7 +21,8 @@ from typing import Any
 from sqlalchemy import select
 from temporalio import activity
 
-from activities.detached import (
+from canopy import markers, specformat
+from canopy.activities.detached import (
     Command,
     LaunchError,
     OutputWatcher,
@@ -30,7 +31,6 @@ from activities.detached import (
     exit_reason,
     run_once,
 )
-from canopy import markers, specformat
 from canopy.errors import Refused
 from canopy.graphs.hooks import SPEC_EVENTS
 from canopy.ops.sessions import enqueue_hook_message

@@ -1,6 +1,6 @@
 """Running one node for one spec: an agent launch or a shell command, on the agents queue.
 
-Each node run's process runs detached (:mod:`activities.detached`) in its own directory,
+Each node run's process runs detached (:mod:`canopy.activities.detached`) in its own directory,
 ``<data dir>/logs/runs/<run>/nodes/<node run id>/``, whose ``output.log`` is the node's
 log. It is started once: a retried activity (its worker killed, or the server down past
 the heartbeat timeout) adopts the running or finished process instead of launching
@@ -16,7 +16,8 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.detached import (
+from canopy import markers, specformat
+from canopy.activities.detached import (
     Command,
     LaunchError,
     OutputWatcher,
@@ -25,7 +26,6 @@ from activities.detached import (
     exit_reason,
     run_once,
 )
-from canopy import markers, specformat
 from canopy.errors import Refused
 from canopy.paths import canopy_home, inside
 from canopy.platforms import Platform, clamp_reset, get_platform

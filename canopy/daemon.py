@@ -22,7 +22,7 @@ from canopy import devserver, temporal_client
 from canopy.errors import Refused
 from canopy.paths import canopy_home
 
-WORKER_MODULE = "worker"
+WORKER_MODULE = "canopy.worker"
 """Run as ``python -m worker``; also the argument that identifies worker processes."""
 
 READY_TIMEOUT = 60.0
@@ -81,7 +81,7 @@ def _spawn_worker() -> int:
 
 async def _ping(pid: int, timeout: float) -> str:
     """Run the Ping workflow, refusing if the worker dies or does not answer in time."""
-    from workflows.ping import PingWorkflow
+    from canopy.workflows.ping import PingWorkflow
 
     client = await temporal_client.connect()
     handle = await client.start_workflow(

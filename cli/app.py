@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from cli import (
+from canopy.cli import (
     control_cmds,
     graph_cmds,
     mcp_cmds,
@@ -15,7 +15,7 @@ from cli import (
     session_cmds,
     spec_cmds,
 )
-from cli import demo as demo_tour
+from canopy.cli import demo as demo_tour
 
 app = typer.Typer(
     name="canopy",

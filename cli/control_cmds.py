@@ -10,10 +10,10 @@ from typing import Annotated, Any
 
 import typer
 
+from canopy.cli.options import JsonFlag
+from canopy.cli.render import emit, print_line, spinner
 from canopy.ops import control
 from canopy.store.engine import open_store
-from cli.options import JsonFlag
-from cli.render import emit, print_line, spinner
 
 GraphArgument = Annotated[str, typer.Argument(help="Graph name or id prefix.")]
 

@@ -67,7 +67,7 @@ class Tour:
         """
         print(f"\n$ canopy {shlex.join(args)}", flush=True)
         completed = subprocess.run(
-            [sys.executable, "-m", "cli.main", *args],
+            [sys.executable, "-m", "canopy.cli.main", *args],
             input=stdin,
             stdout=subprocess.PIPE,
             stderr=None if live else subprocess.PIPE,
@@ -104,7 +104,7 @@ def fresh_scratch_home(home: Path) -> None:
         raise Refused(f"refusing to wipe {home}: it is not an empty or demo data dir")
     if (home / DEMO_MARKER).exists():
         subprocess.run(
-            [sys.executable, "-m", "cli.main", "down"],
+            [sys.executable, "-m", "canopy.cli.main", "down"],
             env={**os.environ, "CANOPY_HOME": str(home.resolve())},
             capture_output=True,
             check=False,

@@ -14,13 +14,13 @@ import os
 import sqlite3
 from typing import TYPE_CHECKING
 
+from canopy.cli import views
+from canopy.cli.render import print_json
 from canopy.paths import configured_db_url, sqlite_path
 from canopy.statuses import check_spec_status
 from canopy.store import queries
 from canopy.store.schema_version import HEAD_REVISION
 from canopy.workdirs import normalize_workdir
-from cli import views
-from cli.render import print_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -127,7 +127,7 @@ def _queue_list(
 def _session_list(
     rows: queries.Rows, options: dict[str, str], _positionals: list[str], as_json: bool
 ) -> None:
-    from cli import session_views
+    from canopy.cli import session_views
 
     result = {"sessions": queries.list_sessions(rows, include_finished="--all" in options)}
     print_json(result) if as_json else session_views.show_sessions(result)

@@ -5,14 +5,14 @@ from typing import Annotated, Any
 
 import typer
 
+from canopy.cli import graph_views
+from canopy.cli.inputs import read_text
+from canopy.cli.options import JsonFlag
+from canopy.cli.render import emit, print_line
 from canopy.graphs.parse import parse_definition
 from canopy.limits import GRAPH_FILE_MAX_BYTES
 from canopy.ops import graphs as ops
 from canopy.store.engine import open_store
-from cli import graph_views
-from cli.inputs import read_text
-from cli.options import JsonFlag
-from cli.render import emit, print_line
 
 app = typer.Typer(no_args_is_help=True)
 

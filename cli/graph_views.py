@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from canopy.cli.render import print_line, print_table
 from canopy.graphs.transitions import default_next
-from cli.render import print_line, print_table
 
 if TYPE_CHECKING:
     from typing import Any

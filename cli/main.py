@@ -1,6 +1,6 @@
 """Entry point of the ``canopy`` console script.
 
-Hot read-only commands go through :mod:`cli.fastlane` (stdlib only, no typer, no
+Hot read-only commands go through :mod:`canopy.cli.fastlane` (stdlib only, no typer, no
 SQLAlchemy, no temporalio); everything else builds the typer app. Whatever happens, a
 failed command prints one line on stderr and exits 1: a refusal from any operation as
 ``error: <reason>``, anything else (a bug, the store refusing a racing write) as the one
@@ -12,20 +12,20 @@ import os
 import sys
 import traceback
 
+from canopy.cli.render import refuse
 from canopy.errors import Refused, debug_requested, unexpected_error_line
 from canopy.limits import text_problem
-from cli.render import refuse
 
 
 def run(args: list[str]) -> int:
     """Run one command; its exit code."""
     try:
         _check_arguments(args)
-        from cli import fastlane
+        from canopy.cli import fastlane
 
         if fastlane.try_run(args):
             return 0
-        from cli.app import app
+        from canopy.cli.app import app
 
         app(args=args, prog_name="canopy")
     except SystemExit as exit_request:

@@ -1,7 +1,7 @@
 """``canopy mcp``: serve Canopy's tools to an AI agent over MCP on stdio (docs/mcp.md).
 
 The MCP SDK is imported inside the command: importing ``mcp.server`` takes most of a
-second, and every other command loads this module through :mod:`cli.app`.
+second, and every other command loads this module through :mod:`canopy.cli.app`.
 """
 
 import typer
@@ -14,7 +14,7 @@ def mcp() -> None:
 
     It speaks MCP on stdin/stdout only and opens no network port.
     """
-    from cli.mcp_server import serve
+    from canopy.cli.mcp_server import serve
 
     serve()
 

@@ -4,12 +4,12 @@ from typing import Annotated
 
 import typer
 
+from canopy.cli import views
+from canopy.cli.options import JsonFlag
+from canopy.cli.render import emit
 from canopy.errors import Refused
 from canopy.ops import queues as ops
 from canopy.store.engine import open_store
-from cli import views
-from cli.options import JsonFlag
-from cli.render import emit
 
 app = typer.Typer(no_args_is_help=True)
 

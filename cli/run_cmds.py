@@ -5,11 +5,11 @@ from typing import Annotated
 
 import typer
 
+from canopy.cli.options import JsonFlag
+from canopy.cli.render import emit, print_line, spinner
 from canopy.limits import WAIT_SECONDS, check_range
 from canopy.ops import runs
 from canopy.store.engine import open_store
-from cli.options import JsonFlag
-from cli.render import emit, print_line, spinner
 
 
 def run(

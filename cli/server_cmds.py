@@ -10,8 +10,8 @@ from typing import Annotated, Any
 import typer
 
 from canopy import daemon, devserver
-from cli.options import JsonFlag
-from cli.render import emit, print_line
+from canopy.cli.options import JsonFlag
+from canopy.cli.render import emit, print_line
 
 PortOption = Annotated[
     int, typer.Option("--port", min=1, max=65535, help="Frontend gRPC port of the dev server.")
@@ -124,7 +124,7 @@ def down(json: JsonFlag = False) -> None:
 
 def worker(json: JsonFlag = False) -> None:
     """Run the worker in the foreground (same as `python worker.py`); --json logs JSON lines."""
-    import worker as worker_module
+    from canopy import worker as worker_module
 
     worker_module.main(json_logs=json)
 

@@ -5,13 +5,13 @@ from typing import Annotated
 
 import typer
 
+from canopy.cli import session_views as views
+from canopy.cli.options import JsonFlag
+from canopy.cli.render import emit
 from canopy.limits import WAIT_SECONDS, check_range
 from canopy.ops import notifications
 from canopy.ops import sessions as ops
 from canopy.store.engine import open_store
-from cli import session_views as views
-from cli.options import JsonFlag
-from cli.render import emit
 
 app = typer.Typer(no_args_is_help=True)
 

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from cli.render import print_block, print_line, print_table
+from canopy.cli.render import print_block, print_line, print_table
 
 
 def show_sessions(result: dict[str, Any]) -> None:

@@ -5,14 +5,14 @@ from typing import Annotated
 
 import typer
 
+from canopy.cli import views
+from canopy.cli.inputs import read_text
+from canopy.cli.options import JsonFlag
+from canopy.cli.render import emit, print_block, print_line
 from canopy.errors import Refused
 from canopy.limits import SPEC_BODY_MAX_BYTES
 from canopy.ops import specs as ops
 from canopy.store.engine import open_store
-from cli import views
-from cli.inputs import read_text
-from cli.options import JsonFlag
-from cli.render import emit, print_block, print_line
 
 app = typer.Typer(no_args_is_help=True)
 

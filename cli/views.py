@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any
 
-from cli.render import print_block, print_line, print_table
+from canopy.cli.render import print_block, print_line, print_table
 
 
 def show_spec_list(specs: list[dict[str, Any]]) -> None:

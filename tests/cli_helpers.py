@@ -38,7 +38,7 @@ def run_canopy(
     """``canopy ARGS`` as a user would run it (``env``: extra variables); never raises on
     a non-zero exit."""
     completed = subprocess.run(
-        [sys.executable, *python_flags, "-m", "cli.main", *args],
+        [sys.executable, *python_flags, "-m", "canopy.cli.main", *args],
         input=stdin,
         capture_output=True,
         text=True,

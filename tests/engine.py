@@ -25,8 +25,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-import worker
-from canopy import temporal_client
+from canopy import temporal_client, worker
 from canopy.store.engine import Store, open_store
 from canopy.store.models import NodeRun
 

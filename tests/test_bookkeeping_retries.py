@@ -6,7 +6,7 @@ import dataclasses
 from sqlalchemy import func, select
 from temporalio.testing import ActivityEnvironment
 
-from activities.bookkeeping import start_node_run
+from canopy.activities.bookkeeping import start_node_run
 from canopy.ids import new_id
 from canopy.ops import graphs
 from canopy.store.engine import Store

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from canopy.cli.app import app
 from canopy.store.engine import Store
-from cli.app import app
 from tests.cli_helpers import Result, canopy_env, run_canopy
 from tests.conftest import body, snapshot
 

@@ -21,8 +21,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-import worker
-from canopy import temporal_client
+from canopy import temporal_client, worker
 from canopy.errors import Refused
 from canopy.ids import new_id
 from canopy.ops import control, graphs, queues, runs, specs

@@ -45,7 +45,7 @@ class Daemons:
 
     def cli(self, *args: str) -> None:
         subprocess.run(
-            [sys.executable, "-m", "cli.main", *args],
+            [sys.executable, "-m", "canopy.cli.main", *args],
             env=os.environ.copy(),
             check=True,
             capture_output=True,

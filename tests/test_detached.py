@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.detached import LOST, Command, ProcessEnd, ProcessFiles, run_once
+from canopy.activities.detached import LOST, Command, ProcessEnd, ProcessFiles, run_once
 from tests.engine import alive, eventually
 
 

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from canopy import daemon, devserver, temporal_client
+from canopy.workflows.ping import PingWorkflow
 from tests.daemons import free_ports, stop_recorded_daemons
-from workflows.ping import PingWorkflow
 
 pytestmark = pytest.mark.server
 
@@ -40,7 +40,7 @@ def cli_env(home: Path) -> dict[str, str]:
 def canopy(home: Path, *args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
     """Run ``canopy ARGS`` against ``home`` and check its exit code."""
     result = subprocess.run(
-        [sys.executable, "-m", "cli.main", *args],
+        [sys.executable, "-m", "canopy.cli.main", *args],
         env=cli_env(home),
         capture_output=True,
         text=True,
@@ -121,7 +121,7 @@ def test_start_status_restart_stop_keeps_workflows(home: Path) -> None:
     assert restarted["db_file"] == status["db_file"]
 
     worker = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "worker"],
+        [sys.executable, "-m", "canopy.cli.main", "worker"],
         env=cli_env(home),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

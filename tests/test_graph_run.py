@@ -7,13 +7,13 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client
 
-from activities import bookkeeping, nodes
+from canopy.activities import bookkeeping, nodes
+from canopy.cli import graph_views
 from canopy.errors import Refused
 from canopy.ops import graphs, queues, runs, specs
 from canopy.runmodels import MAX_NODE_TIMEOUT_MINUTES, NodeLaunch
 from canopy.store.engine import Store
 from canopy.store.models import Graph, NodeRun, Run, RunSpec
-from cli import graph_views
 from tests.conftest import make_specs
 from tests.engine import fake_node
 

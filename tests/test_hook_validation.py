@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from activities.hooks import matching_spec
+from canopy.activities.hooks import matching_spec
 from canopy.errors import Refused
 from canopy.markers import HOOK_MARKERS
 from canopy.ops import graphs, queues

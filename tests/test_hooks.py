@@ -13,7 +13,7 @@ from sqlalchemy import select
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import ActivityEnvironment
 
-from activities.hooks import fire_hooks
+from canopy.activities.hooks import fire_hooks
 from canopy.ops import control, graphs, queues, runs, specs
 from canopy.runmodels import ContinueRequest, HookFiring
 from canopy.store.engine import Store

@@ -28,6 +28,9 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from typer.testing import CliRunner
 
+from canopy.cli.main import run
+from canopy.cli.mcp_server import build_server
+from canopy.cli.render import printable
 from canopy.errors import Refused
 from canopy.limits import (
     GRAPH_FILE_MAX_BYTES,
@@ -47,9 +50,6 @@ from canopy.paths import inside
 from canopy.store.engine import Store
 from canopy.store.models import Queue, Spec
 from canopy.workdirs import normalize_workdir
-from cli.main import run
-from cli.mcp_server import build_server
-from cli.render import printable
 from tests.cli_helpers import run_canopy
 from tests.conftest import body, snapshot
 

@@ -21,9 +21,9 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 from temporalio.client import Client as TemporalClient
 
+from canopy.cli import main
+from canopy.cli.mcp_server import TOOLS, build_server
 from canopy.store.engine import Store
-from cli import main
-from cli.mcp_server import TOOLS, build_server
 from tests.conftest import body
 from tests.engine import eventually, node_run_of
 
@@ -577,7 +577,7 @@ async def test_canopy_mcp_serves_over_stdio(tmp_path: Path) -> None:
     home = tmp_path / "home"
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "cli.main", "mcp"],
+        args=["-m", "canopy.cli.main", "mcp"],
         env={"CANOPY_HOME": str(home)},
         cwd=ROOT,
     )

@@ -23,10 +23,10 @@ from canopy.session_wake import wait_for_delivery, wake_session
 from canopy.sessionmodels import session_workflow_id
 from canopy.store.engine import Store
 from canopy.store.models import Graph
+from canopy.workflows.graph_run import GraphRun
+from canopy.workflows.session_delivery import SessionDelivery
 from tests.conftest import make_specs
 from tests.engine import eventually, fake_node
-from workflows.graph_run import GraphRun
-from workflows.session_delivery import SessionDelivery
 
 pytestmark = pytest.mark.server
 HISTORIES = Path(__file__).parent / "histories"

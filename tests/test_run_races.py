@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from activities import bookkeeping, run_state
 from canopy import temporal_client
+from canopy.activities import bookkeeping, run_state
 from canopy.errors import Refused
 from canopy.ops import graphs, queues, runs
 from canopy.paths import configured_db_url

@@ -23,7 +23,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
-    from activities import bookkeeping, hooks, nodes, run_state, worktree
+    from canopy.activities import bookkeeping, hooks, nodes, run_state, worktree
     from canopy.runmodels import (
         ContinueRequest,
         HookEvent,
@@ -36,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
         RunStatus,
         node_timeout_minutes,
     )
-    from workflows import blockers
+    from canopy.workflows import blockers
 
 BOOKKEEPING_TIMEOUT = timedelta(minutes=1)
 GIT_TIMEOUT = timedelta(minutes=2)

@@ -10,7 +10,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.ping import ping
+    from canopy.activities.ping import ping
 
 
 @workflow.defn(name="Ping")

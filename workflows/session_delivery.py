@@ -15,7 +15,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities import delivery
+    from canopy.activities import delivery
     from canopy.sessionmodels import (
         SESSION_DELIVERY_WORKFLOW,
         SIGNAL_WAKE,
