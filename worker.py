@@ -22,12 +22,12 @@ from typing import Any, NoReturn
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from canopy import temporal_client
 from canopy.activities import bookkeeping, delivery, hooks, nodes, run_state, worktree
 from canopy.activities.ping import ping
 from canopy.errors import Refused
 from canopy.session_wake import wake_stalled_sessions
 from canopy.store.engine import open_store
+from canopy.temporal import client as temporal_client
 from canopy.workflows.graph_run import GraphRun
 from canopy.workflows.ping import PingWorkflow
 from canopy.workflows.session_delivery import SessionDelivery

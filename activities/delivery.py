@@ -18,7 +18,6 @@ from typing import Any, cast
 from sqlalchemy import select
 from temporalio import activity
 
-from canopy import temporal_client
 from canopy.activities.detached import Command, LaunchError, ProcessEnd, ProcessFiles, run_once
 from canopy.errors import Refused
 from canopy.ops.notifications import notify
@@ -29,6 +28,7 @@ from canopy.sessionmodels import DeliveryOutcome, DeliveryStatus, NextMessage
 from canopy.store.engine import open_store
 from canopy.store.models import InteractiveSession, Message
 from canopy.store.queries import UNDELIVERED_STATUSES
+from canopy.temporal import client as temporal_client
 from canopy.timefmt import as_utc, to_iso, utcnow
 from canopy.transcripts import append_turn
 

@@ -48,10 +48,10 @@ def baseline_seconds(repo: Path, count: int) -> float:
 async def delivery_seconds(scratch: Scratch, count: int) -> float:
     """Queue N messages, wake the session once, and time until all are delivered in order."""
     os.environ.update(CANOPY_HOME=str(scratch.home), TEMPORAL_ADDRESS=scratch.address)
-    from canopy import temporal_client
     from canopy.ops import sessions
     from canopy.session_wake import wake_session
     from canopy.store.engine import open_store
+    from canopy.temporal import client as temporal_client
     from canopy.transcripts import read_turns
 
     store = open_store()

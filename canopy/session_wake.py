@@ -4,7 +4,7 @@ Whoever enqueues a message (``session send``, an interactive hook) wakes the ses
 workflow. The daemon also sweeps: at start and then every minute it wakes each session
 that has undelivered messages but no delivery workflow running, so a message queued while
 Temporal was unreachable still goes out on the next tick. temporalio is imported lazily,
-as in :mod:`canopy.temporal_client`.
+as in :mod:`canopy.temporal.client`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
-from canopy import temporal_client
 from canopy.errors import Refused
 from canopy.ops.runs import run_tuning
 from canopy.ops.sessions import message_get, session_resume_either, session_send
@@ -28,6 +27,7 @@ from canopy.sessionmodels import (
 from canopy.store.engine import Store
 from canopy.store.models import Message
 from canopy.store.queries import UNDELIVERED_STATUSES
+from canopy.temporal import client as temporal_client
 
 if TYPE_CHECKING:
     from temporalio.client import Client

@@ -1,17 +1,18 @@
 """``canopy server start|stop|status``, ``canopy up|down`` and ``canopy worker``.
 
 ``cli.app`` imports this module for every command, and store-only commands must not load
-temporalio: :mod:`canopy.devserver` and :mod:`canopy.daemon` are stdlib-only at import
-time, and the worker module (which imports the SDK) is imported inside ``worker``.
+temporalio: :mod:`canopy.temporal.devserver` and :mod:`canopy.temporal.daemon` are
+stdlib-only at import time, and the worker module (which imports the SDK) is imported
+inside ``worker``.
 """
 
 from typing import Annotated, Any
 
 import typer
 
-from canopy import daemon, devserver
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import emit, print_line
+from canopy.temporal import daemon, devserver
 
 PortOption = Annotated[
     int, typer.Option("--port", min=1, max=65535, help="Frontend gRPC port of the dev server.")

@@ -4,7 +4,7 @@ import json
 import socket
 from pathlib import Path
 
-from canopy import daemon, devserver
+from canopy.temporal import daemon, devserver
 
 
 def free_ports(count: int) -> list[int]:

@@ -25,9 +25,11 @@ from temporalio.common import SearchAttributeKey
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from canopy import temporal_client, worker
+from canopy import worker
 from canopy.store.engine import Store, open_store
 from canopy.store.models import NodeRun
+from canopy.temporal import client as temporal_client
+from canopy.temporal.search_attributes import SEARCH_ATTRIBUTES
 
 T = TypeVar("T")
 
@@ -41,9 +43,7 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(TEMPORAL_BIN),
         data_converter=pydantic_data_converter,
-        search_attributes=[
-            SearchAttributeKey.for_keyword(name) for name in temporal_client.SEARCH_ATTRIBUTES
-        ],
+        search_attributes=[SearchAttributeKey.for_keyword(name) for name in SEARCH_ATTRIBUTES],
         ui=False,
     )
     yield env
@@ -88,8 +88,7 @@ async def time_skipping(
         AddSearchAttributesRequest(
             namespace=env.client.namespace,
             search_attributes={
-                name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
-                for name in temporal_client.SEARCH_ATTRIBUTES
+                name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for name in SEARCH_ATTRIBUTES
             },
         )
     )

@@ -21,13 +21,14 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from canopy import temporal_client, worker
+from canopy import worker
 from canopy.errors import Refused
 from canopy.ids import new_id
 from canopy.ops import control, graphs, queues, runs, specs
 from canopy.runmodels import RunStatus
 from canopy.store.engine import Store
 from canopy.store.models import Graph, Run, Spec
+from canopy.temporal import client as temporal_client
 from canopy.timefmt import utcnow
 from tests.cli_helpers import run_canopy
 from tests.conftest import make_specs, snapshot

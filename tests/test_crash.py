@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from canopy import devserver, temporal_client
 from canopy.ops import graphs, queues, runs, sessions, specs
 from canopy.session_wake import send_message, wait_for_delivery
 from canopy.store.engine import Store, open_store
 from canopy.store.models import HookRun, NodeRun, RunSpec
+from canopy.temporal import client as temporal_client
+from canopy.temporal import devserver
 from canopy.transcripts import read_turns
 from tests.conftest import body
 from tests.daemons import free_ports, stop_recorded_daemons

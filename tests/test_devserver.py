@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from canopy import daemon, devserver, temporal_client
+from canopy.temporal import client as temporal_client
+from canopy.temporal import daemon, devserver
 from canopy.workflows.ping import PingWorkflow
 from tests.daemons import free_ports, stop_recorded_daemons
 

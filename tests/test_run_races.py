@@ -17,7 +17,6 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from canopy import temporal_client
 from canopy.activities import bookkeeping, run_state
 from canopy.errors import Refused
 from canopy.ops import graphs, queues, runs
@@ -26,6 +25,7 @@ from canopy.runmodels import NextSpec, RunCounts
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import Store
 from canopy.store.models import Graph, NodeRun, Run
+from canopy.temporal import client as temporal_client
 from tests.cli_helpers import canopy_env
 from tests.conftest import make_specs, snapshot
 

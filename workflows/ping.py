@@ -11,9 +11,10 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from canopy.activities.ping import ping
+    from canopy.contracts.ping import PING_WORKFLOW
 
 
-@workflow.defn(name="Ping")
+@workflow.defn(name=PING_WORKFLOW)
 class PingWorkflow:
     """Round trip main queue -> agents queue -> main queue."""
 

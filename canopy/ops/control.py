@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from canopy import temporal_client
 from canopy.errors import Refused
 from canopy.ops.common import rows_of
 from canopy.runmodels import (
@@ -45,6 +44,7 @@ from canopy.store import queries
 from canopy.store.engine import Store
 from canopy.store.models import Graph, GraphSpec, Queue, QueueMember, Run, Spec
 from canopy.store.run_records import lock_graph, reset_graph_record
+from canopy.temporal import client as temporal_client
 from canopy.timefmt import utcnow
 
 if TYPE_CHECKING:

@@ -21,7 +21,6 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from canopy import temporal_client
 from canopy.errors import Refused
 from canopy.ids import new_id
 from canopy.limits import HEARTBEAT_TIMEOUT_SECONDS, SPECS_PER_EXECUTION, check_range
@@ -33,6 +32,8 @@ from canopy.store import queries
 from canopy.store.engine import Store
 from canopy.store.models import Graph, Run
 from canopy.store.run_records import lock_graph
+from canopy.temporal import client as temporal_client
+from canopy.temporal import search_attributes
 from canopy.timefmt import utcnow
 from canopy.workdirs import normalize_workdir
 from canopy.worktree import describe_dirty, require_work_tree, worktree_state
@@ -286,9 +287,9 @@ async def _start(client: "Client", prepared: PreparedRun) -> None:
 
     start = prepared.start
     values = {
-        temporal_client.SEARCH_ATTRIBUTE_GRAPH_ID: start.graph_id,
-        temporal_client.SEARCH_ATTRIBUTE_GRAPH_NAME: start.graph_name,
-        temporal_client.SEARCH_ATTRIBUTE_QUEUE_ID: start.queue_id,
+        search_attributes.SEARCH_ATTRIBUTE_GRAPH_ID: start.graph_id,
+        search_attributes.SEARCH_ATTRIBUTE_GRAPH_NAME: start.graph_name,
+        search_attributes.SEARCH_ATTRIBUTE_QUEUE_ID: start.queue_id,
     }
     pairs = [
         SearchAttributePair(SearchAttributeKey.for_keyword(name), value)

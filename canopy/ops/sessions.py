@@ -16,7 +16,6 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session as Db
 
-from canopy import temporal_client
 from canopy.errors import Refused
 from canopy.ids import new_id
 from canopy.limits import (
@@ -34,6 +33,7 @@ from canopy.session_names import generated_name
 from canopy.store import queries
 from canopy.store.engine import Store
 from canopy.store.models import InteractiveSession, Message
+from canopy.temporal import client as temporal_client
 from canopy.timefmt import to_iso, utcnow
 from canopy.workdirs import normalize_workdir
 

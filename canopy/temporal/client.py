@@ -10,6 +10,7 @@ import socket
 from typing import TYPE_CHECKING
 
 from canopy.errors import Refused
+from canopy.temporal import devserver
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -22,16 +23,6 @@ MAIN_TASK_QUEUE = "canopy"
 
 AGENTS_TASK_QUEUE_PREFIX = "canopy-agents@"
 """Per-host queue prefix: agent, command and git activities must run where the workdir is."""
-
-SEARCH_ATTRIBUTE_GRAPH_ID = "CanopyGraphId"
-SEARCH_ATTRIBUTE_GRAPH_NAME = "CanopyGraphName"
-SEARCH_ATTRIBUTE_QUEUE_ID = "CanopyQueueId"
-SEARCH_ATTRIBUTES: dict[str, str] = {
-    SEARCH_ATTRIBUTE_GRAPH_ID: "Keyword",
-    SEARCH_ATTRIBUTE_GRAPH_NAME: "Keyword",
-    SEARCH_ATTRIBUTE_QUEUE_ID: "Keyword",
-}
-"""Custom search attributes (name to Temporal type) the embedded server registers at start."""
 
 
 def this_host() -> str:
@@ -49,9 +40,7 @@ def address() -> str:
     configured = os.environ.get("TEMPORAL_ADDRESS")
     if configured:
         return configured
-    from canopy.devserver import recorded_address
-
-    return recorded_address() or DEFAULT_ADDRESS
+    return devserver.recorded_address() or DEFAULT_ADDRESS
 
 
 def namespace() -> str:

@@ -8,7 +8,7 @@ checks that the pid still belongs to a dev server, so a stale record (crash, reb
 reuse) is detected and removed instead of trusted.
 
 Stdlib only: store-only CLI commands may import this module and must stay fast (no
-temporalio). The generic process helpers here are shared with :mod:`canopy.daemon`.
+temporalio). The generic process helpers here are shared with :mod:`canopy.temporal.daemon`.
 """
 
 import contextlib
@@ -29,7 +29,7 @@ from typing import Any
 
 from canopy.errors import Refused
 from canopy.paths import canopy_home
-from canopy.temporal_client import SEARCH_ATTRIBUTES
+from canopy.temporal.search_attributes import SEARCH_ATTRIBUTES
 
 DEFAULT_PORT = 7233
 DEFAULT_UI_PORT = 8233
@@ -98,7 +98,7 @@ def temporal_binary() -> Path:
     return Path(found)
 
 
-# --- process helpers (also used by canopy.daemon) -------------------------------------
+# --- process helpers (also used by canopy.temporal.daemon) -------------------------------------
 
 
 def wait_until(condition: Callable[[], bool], timeout: float) -> bool:

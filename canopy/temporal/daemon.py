@@ -18,12 +18,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from canopy import devserver, temporal_client
+from canopy.contracts.ping import PING_WORKFLOW
 from canopy.errors import Refused
 from canopy.paths import canopy_home
+from canopy.temporal import client as temporal_client
+from canopy.temporal import devserver
 
 WORKER_MODULE = "canopy.worker"
-"""Run as ``python -m worker``; also the argument that identifies worker processes."""
+"""Run as ``python -m canopy.worker``; also the argument that identifies worker processes."""
 
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
@@ -81,15 +83,14 @@ def _spawn_worker() -> int:
 
 async def _ping(pid: int, timeout: float) -> str:
     """Run the Ping workflow, refusing if the worker dies or does not answer in time."""
-    from canopy.workflows.ping import PingWorkflow
-
     client = await temporal_client.connect()
     handle = await client.start_workflow(
-        PingWorkflow.run,
+        PING_WORKFLOW,
         temporal_client.agents_task_queue(),
         id=f"canopy-ping-{uuid.uuid4()}",
         task_queue=temporal_client.MAIN_TASK_QUEUE,
         execution_timeout=timedelta(seconds=timeout),
+        result_type=str,
     )
     result = asyncio.ensure_future(handle.result())
     deadline = asyncio.get_running_loop().time() + timeout
@@ -105,7 +106,8 @@ async def _ping(pid: int, timeout: float) -> str:
         with contextlib.suppress(asyncio.CancelledError):
             await result
         raise Refused(f"{problem} (log: {log_file()})")
-    return result.result()
+    reply: str = result.result()
+    return reply
 
 
 def _ensure_worker(timeout: float) -> dict[str, Any]:
