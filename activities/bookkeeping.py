@@ -16,9 +16,15 @@ from sqlalchemy import CursorResult, null, select, update
 from sqlalchemy.orm import Session
 from temporalio import activity
 
+from canopy.contracts.graph_run import (
+    NextSpec,
+    NodeResult,
+    NodeStep,
+    RunCounts,
+    node_timeout_minutes,
+)
 from canopy.graphs.transitions import default_next
 from canopy.limits import DEFAULT_MAX_VISITS
-from canopy.runmodels import NextSpec, NodeResult, NodeStep, RunCounts, node_timeout_minutes
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import open_store
 from canopy.store.models import Graph, GraphSpec, NodeRun, QueueMember, Run, RunSpec, Spec

@@ -19,12 +19,12 @@ from sqlalchemy import select
 from temporalio import activity
 
 from canopy.activities.detached import Command, LaunchError, ProcessEnd, ProcessFiles, run_once
+from canopy.contracts.session_delivery import DeliveryOutcome, DeliveryStatus, NextMessage
 from canopy.errors import Refused
 from canopy.ops.notifications import notify
 from canopy.ops.sessions import LIVE, SESSION_NOT_FOUND, message_json
 from canopy.paths import canopy_home, inside
 from canopy.platforms import Platform, clamp_reset, get_platform
-from canopy.sessionmodels import DeliveryOutcome, DeliveryStatus, NextMessage
 from canopy.store.engine import open_store
 from canopy.store.models import InteractiveSession, Message
 from canopy.store.queries import UNDELIVERED_STATUSES

@@ -31,12 +31,12 @@ from canopy.activities.detached import (
     exit_reason,
     run_once,
 )
+from canopy.contracts.graph_run import HookFiring
 from canopy.errors import Refused
 from canopy.graphs.hooks import SPEC_EVENTS
 from canopy.ops.sessions import enqueue_hook_message
 from canopy.paths import canopy_home, inside
 from canopy.platforms import get_platform
-from canopy.runmodels import HookFiring
 from canopy.session_wake import wake_session
 from canopy.store.engine import open_store
 from canopy.store.models import Graph, HookRun, Message, RunSpec, Spec

@@ -26,10 +26,10 @@ from canopy.activities.detached import (
     exit_reason,
     run_once,
 )
+from canopy.contracts.graph_run import NodeLaunch, NodeResult
 from canopy.errors import Refused
 from canopy.paths import canopy_home, inside
 from canopy.platforms import Platform, clamp_reset, get_platform
-from canopy.runmodels import NodeLaunch, NodeResult
 from canopy.store.engine import open_store
 from canopy.store.models import Spec
 from canopy.timefmt import utcnow

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from temporalio import activity
 
-from canopy.runmodels import NextSpec
+from canopy.contracts.graph_run import NextSpec
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import open_store
 from canopy.store.models import Graph, NodeRun, QueueMember, Run, RunSpec, Spec

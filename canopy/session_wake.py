@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
-from canopy.errors import Refused
-from canopy.ops.runs import run_tuning
-from canopy.ops.sessions import message_get, session_resume_either, session_send
-from canopy.sessionmodels import (
+from canopy.contracts.session_delivery import (
     SESSION_DELIVERY_WORKFLOW,
     SIGNAL_WAKE,
     SessionDeliveryInput,
     session_workflow_id,
 )
+from canopy.errors import Refused
+from canopy.ops.runs import run_tuning
+from canopy.ops.sessions import message_get, session_resume_either, session_send
 from canopy.store.engine import Store
 from canopy.store.models import Message
 from canopy.store.queries import UNDELIVERED_STATUSES

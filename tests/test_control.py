@@ -22,10 +22,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from canopy import worker
+from canopy.contracts.graph_run import RunStatus
 from canopy.errors import Refused
 from canopy.ids import new_id
 from canopy.ops import control, graphs, queues, runs, specs
-from canopy.runmodels import RunStatus
 from canopy.store.engine import Store
 from canopy.store.models import Graph, Run, Spec
 from canopy.temporal import client as temporal_client

@@ -9,9 +9,9 @@ from temporalio.client import Client
 
 from canopy.activities import bookkeeping, nodes
 from canopy.cli import graph_views
+from canopy.contracts.graph_run import MAX_NODE_TIMEOUT_MINUTES, NodeLaunch
 from canopy.errors import Refused
 from canopy.ops import graphs, queues, runs, specs
-from canopy.runmodels import MAX_NODE_TIMEOUT_MINUTES, NodeLaunch
 from canopy.store.engine import Store
 from canopy.store.models import Graph, NodeRun, Run, RunSpec
 from tests.conftest import make_specs

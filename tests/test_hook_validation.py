@@ -15,10 +15,10 @@ import pytest
 from sqlalchemy import update
 
 from canopy.activities.hooks import matching_spec
+from canopy.contracts.graph_run import HookFiring
 from canopy.errors import Refused
 from canopy.markers import HOOK_MARKERS
 from canopy.ops import graphs, queues
-from canopy.runmodels import HookFiring
 from canopy.store.engine import Store
 from canopy.store.models import Graph, Run, Spec
 from canopy.timefmt import utcnow

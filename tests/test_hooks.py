@@ -14,8 +14,8 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import ActivityEnvironment
 
 from canopy.activities.hooks import fire_hooks
+from canopy.contracts.graph_run import ContinueRequest, HookFiring
 from canopy.ops import control, graphs, queues, runs, specs
-from canopy.runmodels import ContinueRequest, HookFiring
 from canopy.store.engine import Store
 from canopy.store.models import Graph, HookRun
 from tests.conftest import make_specs

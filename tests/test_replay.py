@@ -18,9 +18,9 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from canopy.contracts.session_delivery import session_workflow_id
 from canopy.ops import control, graphs, queues, runs, sessions
 from canopy.session_wake import wait_for_delivery, wake_session
-from canopy.sessionmodels import session_workflow_id
 from canopy.store.engine import Store
 from canopy.store.models import Graph
 from canopy.workflows.graph_run import GraphRun

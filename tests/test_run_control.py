@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
+from canopy.contracts.graph_run import ContinueRequest
 from canopy.ops import graphs, queues, runs, specs
-from canopy.runmodels import ContinueRequest
 from canopy.store.engine import Store
 from canopy.store.models import Graph
 from tests.conftest import make_specs

@@ -18,10 +18,10 @@ from sqlalchemy import select
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from canopy.activities import bookkeeping, run_state
+from canopy.contracts.graph_run import NextSpec, RunCounts
 from canopy.errors import Refused
 from canopy.ops import graphs, queues, runs
 from canopy.paths import configured_db_url
-from canopy.runmodels import NextSpec, RunCounts
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import Store
 from canopy.store.models import Graph, NodeRun, Run

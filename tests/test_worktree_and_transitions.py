@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
+from canopy.contracts.graph_run import MAX_NODE_TIMEOUT_MINUTES, node_timeout_minutes
 from canopy.graphs.transitions import default_next
-from canopy.runmodels import MAX_NODE_TIMEOUT_MINUTES, node_timeout_minutes
 from canopy.worktree import describe_dirty, parse_porcelain_z, worktree_state
 from tests.engine import git
 

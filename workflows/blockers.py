@@ -7,7 +7,7 @@ Pure functions of their inputs (no I/O), so the workflow may call them; the word
 import shlex
 from typing import Any
 
-from canopy.runmodels import NextSpec
+from canopy.contracts.graph_run import NextSpec
 from canopy.worktree import WorktreeState, describe_dirty
 
 

@@ -24,7 +24,8 @@ from temporalio.exceptions import ActivityError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
     from canopy.activities import bookkeeping, hooks, nodes, run_state, worktree
-    from canopy.runmodels import (
+    from canopy.contracts.graph_run import (
+        GRAPH_RUN_WORKFLOW,
         ContinueRequest,
         HookEvent,
         HookFiring,
@@ -86,7 +87,7 @@ class SpecEnd:
     resume_at: datetime | None = None
 
 
-@workflow.defn(name="GraphRun")
+@workflow.defn(name=GRAPH_RUN_WORKFLOW)
 class GraphRun:
     """Drain specs through the graph's nodes, record everything, then settle."""
 

@@ -16,7 +16,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from canopy.activities import delivery
-    from canopy.sessionmodels import (
+    from canopy.contracts.session_delivery import (
         SESSION_DELIVERY_WORKFLOW,
         SIGNAL_WAKE,
         DeliveryOutcome,

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from canopy.contracts.graph_run import HOOK_EVENTS
 from canopy.errors import Refused
-from canopy.runmodels import HOOK_EVENTS
 from canopy.store.queries import normalized_prefix
 
 SPEC_EVENTS: tuple[str, ...] = ("on_spec_completed", "on_failed")

@@ -27,6 +27,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from canopy.contracts.graph_run import HOOK_EVENTS
 from canopy.errors import Refused
 from canopy.graphs.hooks import SPEC_EVENTS, fold_legacy_on_completed
 from canopy.limits import (
@@ -55,7 +56,6 @@ from canopy.markers import (
     check_template,
 )
 from canopy.platforms import platform_names
-from canopy.runmodels import HOOK_EVENTS
 from canopy.workdirs import normalize_workdir
 
 _STRICT = ConfigDict(extra="forbid", strict=True)

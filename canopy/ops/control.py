@@ -27,9 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from canopy.errors import Refused
-from canopy.ops.common import rows_of
-from canopy.runmodels import (
+from canopy.contracts.graph_run import (
     QUERY_STATUS,
     SIGNAL_CONTINUE,
     SIGNAL_PAUSE,
@@ -39,6 +37,8 @@ from canopy.runmodels import (
     ContinueRequest,
     RunStatus,
 )
+from canopy.errors import Refused
+from canopy.ops.common import rows_of
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store

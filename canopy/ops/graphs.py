@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
+from canopy.contracts.graph_run import HOOK_EVENTS
 from canopy.errors import Refused
 from canopy.graphs.hooks import (
     edited_events,
@@ -31,7 +32,6 @@ from canopy.graphs.hooks import (
 from canopy.graphs.model import GraphDefinition, validate_definition
 from canopy.ids import new_id
 from canopy.ops.common import rows_of
-from canopy.runmodels import HOOK_EVENTS
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store

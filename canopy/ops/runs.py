@@ -21,12 +21,12 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from canopy.contracts.graph_run import GRAPH_RUN_WORKFLOW, RunInput
 from canopy.errors import Refused
 from canopy.ids import new_id
 from canopy.limits import HEARTBEAT_TIMEOUT_SECONDS, SPECS_PER_EXECUTION, check_range
 from canopy.ops import control
 from canopy.ops.common import rows_of
-from canopy.runmodels import RunInput
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store
@@ -41,7 +41,6 @@ from canopy.worktree import describe_dirty, require_work_tree, worktree_state
 if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowHandle
 
-WORKFLOW_NAME = "GraphRun"
 LIVENESS_CHECK_SECONDS = 2.0
 """While waiting, how often ``graph wait`` checks that the run's workflow still exists."""
 
@@ -297,7 +296,7 @@ async def _start(client: "Client", prepared: PreparedRun) -> None:
         if value is not None
     ]
     await client.start_workflow(
-        WORKFLOW_NAME,
+        GRAPH_RUN_WORKFLOW,
         start,
         id=prepared.workflow_id,
         task_queue=temporal_client.MAIN_TASK_QUEUE,

@@ -1,4 +1,4 @@
-"""Payloads between the GraphRun workflow and its activities.
+"""The GraphRun workflow's contract: its type name, signals, query and payloads.
 
 Small on purpose: ids, names, paths and outcomes — never agent output (that goes to log
 files under the data dir). Pydantic models, carried by the pydantic data converter.
@@ -11,6 +11,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from canopy.limits import NODE_TIMEOUT_MINUTES
+
+GRAPH_RUN_WORKFLOW = "GraphRun"
+"""Workflow type name: one execution drains one run of a graph (``RunInput``)."""
 
 SpecOutcome = Literal["completed", "failed", "skipped", "interrupted", "limit_blocked"]
 NodeStatus = Literal["succeeded", "failed", "limit_blocked", "timed_out", "interrupted"]
