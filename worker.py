@@ -25,7 +25,7 @@ from temporalio.worker import Worker
 from canopy.activities import bookkeeping, delivery, hooks, nodes, run_state, worktree
 from canopy.activities.ping import ping
 from canopy.errors import Refused
-from canopy.session_wake import wake_stalled_sessions
+from canopy.ops.session_wake import wake_stalled_sessions
 from canopy.store.engine import open_store
 from canopy.temporal import client as temporal_client
 from canopy.workflows.graph_run import GraphRun

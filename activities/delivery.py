@@ -25,12 +25,12 @@ from canopy.ops.notifications import notify
 from canopy.ops.sessions import LIVE, SESSION_NOT_FOUND, message_json
 from canopy.paths import canopy_home, inside
 from canopy.platforms import Platform, clamp_reset, get_platform
+from canopy.sessions.transcripts import append_turn
 from canopy.store.engine import open_store
 from canopy.store.models import InteractiveSession, Message
 from canopy.store.queries import UNDELIVERED_STATUSES
 from canopy.temporal import client as temporal_client
 from canopy.timefmt import as_utc, to_iso, utcnow
-from canopy.transcripts import append_turn
 
 TURN_TIMEOUT_MINUTES = 6 * 60.0
 """A turn still running after this long is stopped and its message recorded as failed."""

@@ -34,10 +34,10 @@ from canopy.activities.detached import (
 from canopy.contracts.graph_run import HookFiring
 from canopy.errors import Refused
 from canopy.graphs.hooks import SPEC_EVENTS
+from canopy.ops.session_wake import wake_session
 from canopy.ops.sessions import enqueue_hook_message
 from canopy.paths import canopy_home, inside
 from canopy.platforms import get_platform
-from canopy.session_wake import wake_session
 from canopy.store.engine import open_store
 from canopy.store.models import Graph, HookRun, Message, RunSpec, Spec
 from canopy.timefmt import utcnow

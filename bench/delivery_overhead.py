@@ -49,10 +49,10 @@ async def delivery_seconds(scratch: Scratch, count: int) -> float:
     """Queue N messages, wake the session once, and time until all are delivered in order."""
     os.environ.update(CANOPY_HOME=str(scratch.home), TEMPORAL_ADDRESS=scratch.address)
     from canopy.ops import sessions
-    from canopy.session_wake import wake_session
+    from canopy.ops.session_wake import wake_session
+    from canopy.sessions.transcripts import read_turns
     from canopy.store.engine import open_store
     from canopy.temporal import client as temporal_client
-    from canopy.transcripts import read_turns
 
     store = open_store()
     session = sessions.session_new(store, PLATFORM, name="bench", workdir=str(scratch.repo))

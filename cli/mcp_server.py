@@ -292,7 +292,7 @@ async def session_tool(
 
 async def _resume(store: Store, args: Args) -> Any:
     """``resume``: reopen, then hand over anything still queued (``canopy session resume``)."""
-    from canopy.session_wake import resume_session
+    from canopy.ops.session_wake import resume_session
 
     return await resume_session(
         store, args["session_id"], args["conversation_id"], args["platform"], args["workdir"]
@@ -301,7 +301,7 @@ async def _resume(store: Store, args: Args) -> Any:
 
 async def _send(store: Store, args: Args) -> Any:
     """``send``: queue the prompt and hand it to the daemon (``canopy session send``)."""
-    from canopy.session_wake import send_message
+    from canopy.ops.session_wake import send_message
 
     return await send_message(store, args["session_id"], args["prompt"])
 

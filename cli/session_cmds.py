@@ -66,7 +66,7 @@ def send(
     as_json: JsonFlag = False,
 ) -> None:
     """Queue a prompt for a live session; the daemon delivers it as the session's next turn."""
-    from canopy.session_wake import send_message, wait_for_delivery
+    from canopy.ops.session_wake import send_message, wait_for_delivery
 
     if wait is not None:  # before sending: a refused --wait must not leave a message behind
         check_range(wait, WAIT_SECONDS, "--wait")
@@ -112,7 +112,7 @@ def resume(
     as_json: JsonFlag = False,
 ) -> None:
     """Relaunch a finished session (same id), or a harness conversation by its own id."""
-    from canopy.session_wake import resume_session
+    from canopy.ops.session_wake import resume_session
 
     result = asyncio.run(resume_session(open_store(), session, conversation, platform, workdir))
     emit(result, as_json, lambda: views.show_session(result))

@@ -19,12 +19,12 @@ import pytest
 from sqlalchemy import select
 
 from canopy.ops import graphs, queues, runs, sessions, specs
-from canopy.session_wake import send_message, wait_for_delivery
+from canopy.ops.session_wake import send_message, wait_for_delivery
+from canopy.sessions.transcripts import read_turns
 from canopy.store.engine import Store, open_store
 from canopy.store.models import HookRun, NodeRun, RunSpec
 from canopy.temporal import client as temporal_client
 from canopy.temporal import devserver
-from canopy.transcripts import read_turns
 from tests.conftest import body
 from tests.daemons import free_ports, stop_recorded_daemons
 from tests.engine import FAKE_AGENT, agent_runs, eventually, fake_node, git, node_run_of

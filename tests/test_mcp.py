@@ -298,7 +298,7 @@ async def test_session_tools_answer_and_refuse_as_the_cli(
 async def test_session_send_is_delivered_by_the_daemon(
     serving: TemporalClient, home_store: Store, repo: Path, mode: str
 ) -> None:
-    from canopy.session_wake import wait_for_delivery
+    from canopy.ops.session_wake import wait_for_delivery
 
     async with connect(mode) as client:
         created = await ok(

@@ -20,7 +20,7 @@ from temporalio.worker import Replayer
 
 from canopy.contracts.session_delivery import session_workflow_id
 from canopy.ops import control, graphs, queues, runs, sessions
-from canopy.session_wake import wait_for_delivery, wake_session
+from canopy.ops.session_wake import wait_for_delivery, wake_session
 from canopy.store.engine import Store
 from canopy.store.models import Graph
 from canopy.workflows.graph_run import GraphRun

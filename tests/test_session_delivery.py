@@ -17,16 +17,16 @@ from temporalio.testing import WorkflowEnvironment
 from canopy.errors import Refused
 from canopy.ops import graphs, notifications, runs
 from canopy.ops import sessions as ops
-from canopy.session_wake import (
+from canopy.ops.session_wake import (
     resume_session,
     send_message,
     wait_for_delivery,
     wake_session,
     wake_stalled_sessions,
 )
+from canopy.sessions.transcripts import read_turns
 from canopy.store.engine import Store
 from canopy.store.models import HookRun
-from canopy.transcripts import read_turns
 from tests.conftest import make_specs, snapshot
 from tests.engine import FAKE_AGENT, agent_runs, eventually
 

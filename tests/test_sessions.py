@@ -10,7 +10,7 @@ import pytest
 from canopy.errors import Refused
 from canopy.ops import notifications
 from canopy.ops import sessions as ops
-from canopy.session_names import ADJECTIVES, NOUNS
+from canopy.sessions.names import ADJECTIVES, NOUNS
 from canopy.store.engine import Store
 from canopy.store.models import Message
 from tests.cli_helpers import run_canopy

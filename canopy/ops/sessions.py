@@ -29,7 +29,7 @@ from canopy.ops.common import rows_of
 from canopy.ops.notifications import notify
 from canopy.paths import canopy_home, inside
 from canopy.platforms import get_platform
-from canopy.session_names import generated_name
+from canopy.sessions.names import generated_name
 from canopy.store import queries
 from canopy.store.engine import Store
 from canopy.store.models import InteractiveSession, Message

@@ -1,0 +1,1 @@
+"""Interactive sessions: the names Canopy gives them and their transcripts."""
