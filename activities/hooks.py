@@ -21,7 +21,6 @@ from typing import Any
 from sqlalchemy import select
 from temporalio import activity
 
-from canopy import markers, specformat
 from canopy.activities.detached import (
     Command,
     LaunchError,
@@ -31,8 +30,10 @@ from canopy.activities.detached import (
     exit_reason,
     run_once,
 )
+from canopy.backlog import specformat
 from canopy.contracts.graph_run import HookFiring
 from canopy.errors import Refused
+from canopy.graphs import markers
 from canopy.graphs.hooks import SPEC_EVENTS
 from canopy.ops.session_wake import wake_session
 from canopy.ops.sessions import enqueue_hook_message

@@ -16,7 +16,6 @@ from typing import Any
 
 from temporalio import activity
 
-from canopy import markers, specformat
 from canopy.activities.detached import (
     Command,
     LaunchError,
@@ -26,8 +25,10 @@ from canopy.activities.detached import (
     exit_reason,
     run_once,
 )
+from canopy.backlog import specformat
 from canopy.contracts.graph_run import NodeLaunch, NodeResult
 from canopy.errors import Refused
+from canopy.graphs import markers
 from canopy.paths import canopy_home, inside
 from canopy.platforms import Platform, clamp_reset, get_platform
 from canopy.store.engine import open_store

@@ -7,8 +7,8 @@ benchmarks are about; one transaction takes seconds.
 from collections.abc import Callable
 from pathlib import Path
 
+from canopy.backlog.specformat import SECTION_NAMES, render_tagged
 from canopy.ids import new_id
-from canopy.specformat import SECTION_NAMES, render_tagged
 from canopy.store.engine import Store
 from canopy.store.models import InteractiveSession, Message, Queue, QueueMember, Spec
 from canopy.timefmt import utcnow

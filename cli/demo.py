@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from canopy.backlog.specformat import render_tagged
 from canopy.errors import Refused
-from canopy.specformat import render_tagged
 
 DEFAULT_HOME = Path(".demo") / "home"
 DEMO_MARKER = ".canopy-demo"

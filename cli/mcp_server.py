@@ -28,11 +28,11 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
+from canopy.backlog.specformat import SECTION_NAMES
 from canopy.errors import Refused, debug_requested, unexpected_error_line
 from canopy.limits import text_problem
 from canopy.ops import control, graphs, notifications, queues, runs, specs
 from canopy.ops import sessions as session_ops
-from canopy.specformat import SECTION_NAMES
 from canopy.statuses import SET_STATUS_ACTIONS, SPEC_STATUSES
 from canopy.store.engine import Store, open_store
 

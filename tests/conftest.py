@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from canopy.specformat import SECTION_NAMES, render_tagged
+from canopy.backlog.specformat import SECTION_NAMES, render_tagged
 from canopy.store import engine
 from canopy.store.engine import Store
 from canopy.store.models import Base

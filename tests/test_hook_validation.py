@@ -17,7 +17,7 @@ from sqlalchemy import update
 from canopy.activities.hooks import matching_spec
 from canopy.contracts.graph_run import HookFiring
 from canopy.errors import Refused
-from canopy.markers import HOOK_MARKERS
+from canopy.graphs.markers import HOOK_MARKERS
 from canopy.ops import graphs, queues
 from canopy.store.engine import Store
 from canopy.store.models import Graph, Run, Spec

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from canopy.backlog.specformat import SECTION_NAMES
 from canopy.errors import Refused
-from canopy.markers import (
+from canopy.graphs.markers import (
     HOOK_MARKERS,
     NODE_MARKERS,
     NONE_VALUE,
@@ -19,7 +20,6 @@ from canopy.markers import (
     render,
     render_command,
 )
-from canopy.specformat import SECTION_NAMES
 
 LEFTOVER = re.compile(r"\{\{\s*(" + "|".join(NODE_MARKERS) + r")\s*\}\}")
 # Any text a spec name or blocker could hold (argv and env cannot carry NUL; surrogates

@@ -2,8 +2,8 @@
 
 import pytest
 
+from canopy.backlog.queue_rules import Member, group_splits, grouped_add_index, regrouped, reordered
 from canopy.errors import Refused
-from canopy.queue_rules import Member, group_splits, grouped_add_index, regrouped, reordered
 
 
 def m(spec_id: str, group: str | None = None, pending: bool = True) -> Member:

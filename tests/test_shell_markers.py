@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from canopy.errors import Refused
-from canopy.markers import (
+from canopy.graphs.markers import (
     HOOK_ENV_PREFIX,
     HOOK_MARKERS,
     NODE_ENV_PREFIX,

@@ -6,8 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from canopy.errors import Refused
-from canopy.specformat import (
+from canopy.backlog.specformat import (
     SECTION_NAMES,
     SpecBody,
     parse_tagged,
@@ -17,6 +16,7 @@ from canopy.specformat import (
     summary_line,
     validate_for_write,
 )
+from canopy.errors import Refused
 
 SAMPLE: dict[str, str] = {
     "summary": "Add a retry budget to the runner",

@@ -30,6 +30,14 @@ from pydantic_core import ErrorDetails
 from canopy.contracts.graph_run import HOOK_EVENTS
 from canopy.errors import Refused
 from canopy.graphs.hooks import SPEC_EVENTS, fold_legacy_on_completed
+from canopy.graphs.markers import (
+    HOOK_ENV_PREFIX,
+    HOOK_MARKERS,
+    NODE_ENV_PREFIX,
+    NODE_MARKERS,
+    check_command,
+    check_template,
+)
 from canopy.limits import (
     DEFAULT_MAX_VISITS,
     ENSEMBLE_NAME_MAX_LENGTH,
@@ -46,14 +54,6 @@ from canopy.limits import (
     nesting_problem,
     range_problem,
     text_problem,
-)
-from canopy.markers import (
-    HOOK_ENV_PREFIX,
-    HOOK_MARKERS,
-    NODE_ENV_PREFIX,
-    NODE_MARKERS,
-    check_command,
-    check_template,
 )
 from canopy.platforms import platform_names
 from canopy.workdirs import normalize_workdir

@@ -1,6 +1,6 @@
 """Spec queues: create, add_spec, list, remove_spec, reorder, set_group.
 
-Ordering rules live in :mod:`canopy.queue_rules`; this module loads members, applies a
+Ordering rules live in :mod:`canopy.backlog.queue_rules`; this module loads members, applies a
 rule and writes positions back. Every mutation first touches the queue's row, which
 takes the write lock on SQLite and a row lock on Postgres, so concurrent edits of one
 queue serialise instead of computing positions from a stale read.
@@ -11,11 +11,11 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
+from canopy.backlog.queue_rules import Member, grouped_add_index, regrouped, reordered
 from canopy.errors import Refused
 from canopy.ids import new_id
 from canopy.limits import GROUP_MAX_LENGTH, clean_name
 from canopy.ops.common import rows_of
-from canopy.queue_rules import Member, grouped_add_index, regrouped, reordered
 from canopy.store import queries
 from canopy.store.engine import Store
 from canopy.store.models import Queue, QueueMember, Spec

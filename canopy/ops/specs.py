@@ -5,7 +5,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from canopy import specformat
+from canopy.backlog import specformat
 from canopy.errors import Refused
 from canopy.ids import new_id
 from canopy.limits import clean_name

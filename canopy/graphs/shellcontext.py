@@ -28,7 +28,7 @@ import enum
 import re
 from dataclasses import dataclass, field
 
-from canopy.shellwords import UNKNOWN_COMMAND, Command, Word
+from canopy.graphs.shellwords import UNKNOWN_COMMAND, Command, Word
 
 
 class Quoting(enum.Enum):

@@ -11,7 +11,7 @@ Prompts render with the values themselves: a missing one renders exactly ``(none
 no firing leaves a literal ``{{…}}`` behind. Shell commands never hold a value: each marker
 becomes a reference to the environment variable ``<prefix><NAME>`` that the caller exports
 (:func:`shell_command` builds both), in the form its quoting context needs
-(:mod:`canopy.shellcontext` finds the context). Quoting a value instead cannot work:
+(:mod:`canopy.graphs.shellcontext` finds the context). Quoting a value instead cannot work:
 ``shlex.quote`` output placed inside the author's own ``"…"`` lets ``$(…)`` in a spec
 name run. Where no reference is
 safe (``eval``, arithmetic, a quoted heredoc, …) the command is refused, at ``graph_edit``
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 from jinja2 import Environment, StrictUndefined, TemplateSyntaxError, nodes
 
+from canopy.backlog.specformat import SECTION_NAMES
 from canopy.errors import Refused
-from canopy.shellcontext import CHANGED, Layer, Place, Quoting, ShellReader, Unsafe
-from canopy.specformat import SECTION_NAMES
+from canopy.graphs.shellcontext import CHANGED, Layer, Place, Quoting, ShellReader, Unsafe
 
 HOOK_MARKERS: tuple[str, ...] = (
     "graph_name",

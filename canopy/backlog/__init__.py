@@ -1,0 +1,1 @@
+"""The backlog: the spec body format and the ordering rules of queues."""
