@@ -5,7 +5,7 @@ from typing import Any
 
 from temporalio import activity
 
-from canopy.worktree import WorktreeState, worktree_state
+from canopy.workdir import WorktreeState, worktree_state
 
 
 @activity.defn

@@ -15,7 +15,7 @@ in front; ``clean_*``/``check_*`` functions wrap them for the operations and rai
 :class:`Refused` with the subject named.
 
 Stdlib only and cheap to import: the CLI's fast lane imports this (through
-:mod:`canopy.workdirs`, and every command checks its arguments with it). So no dataclass
+:mod:`canopy.workdir`, and every command checks its arguments with it). So no dataclass
 or NamedTuple, and patterns are strings compiled on first use (``re`` caches them),
 behind fast paths.
 """

@@ -20,7 +20,7 @@ from canopy.paths import configured_db_url, sqlite_path
 from canopy.statuses import check_spec_status
 from canopy.store import queries
 from canopy.store.schema_version import HEAD_REVISION
-from canopy.workdirs import normalize_workdir
+from canopy.workdir import normalize_workdir
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

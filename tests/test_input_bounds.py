@@ -49,7 +49,7 @@ from canopy.ops import queues, specs
 from canopy.paths import inside
 from canopy.store.engine import Store
 from canopy.store.models import Queue, Spec
-from canopy.workdirs import normalize_workdir
+from canopy.workdir import normalize_workdir
 from tests.cli_helpers import run_canopy
 from tests.conftest import body, snapshot
 

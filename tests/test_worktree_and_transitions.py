@@ -7,7 +7,7 @@ import pytest
 
 from canopy.contracts.graph_run import MAX_NODE_TIMEOUT_MINUTES, node_timeout_minutes
 from canopy.graphs.transitions import default_next
-from canopy.worktree import describe_dirty, parse_porcelain_z, worktree_state
+from canopy.workdir import describe_dirty, parse_porcelain_z, worktree_state
 from tests.engine import git
 
 

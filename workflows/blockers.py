@@ -8,7 +8,7 @@ import shlex
 from typing import Any
 
 from canopy.contracts.graph_run import NextSpec
-from canopy.worktree import WorktreeState, describe_dirty
+from canopy.workdir import WorktreeState, describe_dirty
 
 
 def spec_failed(spec: NextSpec, node: str | None) -> dict[str, Any]:

@@ -56,7 +56,7 @@ from canopy.limits import (
     text_problem,
 )
 from canopy.platforms import platform_names
-from canopy.workdirs import normalize_workdir
+from canopy.workdir import normalize_workdir
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
 _Item = TypeVar("_Item")

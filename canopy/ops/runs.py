@@ -35,8 +35,7 @@ from canopy.store.run_records import lock_graph
 from canopy.temporal import client as temporal_client
 from canopy.temporal import search_attributes
 from canopy.timefmt import utcnow
-from canopy.workdirs import normalize_workdir
-from canopy.worktree import describe_dirty, require_work_tree, worktree_state
+from canopy.workdir import describe_dirty, normalize_workdir, require_work_tree, worktree_state
 
 if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowHandle

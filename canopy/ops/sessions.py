@@ -35,7 +35,7 @@ from canopy.store.engine import Store
 from canopy.store.models import InteractiveSession, Message
 from canopy.temporal import client as temporal_client
 from canopy.timefmt import to_iso, utcnow
-from canopy.workdirs import normalize_workdir
+from canopy.workdir import normalize_workdir
 
 LIVE = "live"
 FINISHED = "finished"

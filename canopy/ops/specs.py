@@ -16,7 +16,7 @@ from canopy.store import queries
 from canopy.store.engine import Store
 from canopy.store.models import Graph, GraphSpec, Queue, QueueMember, Run, Spec
 from canopy.timefmt import to_iso, utcnow
-from canopy.workdirs import normalize_workdir
+from canopy.workdir import normalize_workdir
 
 
 def spec_list(

@@ -1,13 +1,40 @@
-"""Is a workdir a git work tree, and is it clean? (the launch and between-spec guard).
+"""A workdir: the tag that names it and the state of its git work tree.
 
-One implementation serves ``graph run``'s launch guard and the ``check_worktree``
-activity the run uses between specs.
+Workdir tags are absolute paths, so ``--workdir .`` and the full path mean the same.
+Whether a workdir is a git work tree and whether it is clean is asked by ``graph run``'s
+launch guard and by the ``check_worktree`` activity between specs; one implementation
+serves both.
 """
 
-import subprocess
+import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from canopy.errors import Refused
+from canopy.limits import WORKDIR_MAX_LENGTH, name_problem
+
+if TYPE_CHECKING:
+    import subprocess
+
+
+def normalize_workdir(path: str) -> str:
+    """The absolute, normalised form of ``path`` (it need not exist yet).
+
+    Control characters are refused, not normalised: a NUL makes every later file system
+    call fail, and a newline or escape sequence would reach the terminal of whoever
+    lists the specs or sessions tagged with it.
+    """
+    problem = name_problem(path, max_length=None)  # measured below, once absolute
+    if problem is not None:
+        raise Refused(f"workdir {problem}")
+    absolute = os.path.normpath(os.path.abspath(os.path.expanduser(path.strip())))
+    if len(absolute) > WORKDIR_MAX_LENGTH:
+        raise Refused(
+            f"workdir must be at most {WORKDIR_MAX_LENGTH} characters as an absolute path "
+            f"(this one has {len(absolute)})"
+        )
+    return absolute
+
 
 SHOWN_DIRTY_PATHS = 20
 
@@ -25,7 +52,11 @@ class WorktreeState:
         return self.dirty_count == 0
 
 
-def _git(workdir: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+def _git(workdir: str, *args: str) -> "subprocess.CompletedProcess[bytes]":
+    """Run git in ``workdir``. subprocess is imported here, not at the top: the CLI's fast
+    lane normalises workdir tags with this module and must not pay for it."""
+    import subprocess
+
     return subprocess.run(["git", "-C", workdir, *args], capture_output=True, check=False)
 
 
