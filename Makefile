@@ -23,6 +23,7 @@ test: install lint typecheck pytest
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 typecheck: install
 	$(VENV)/bin/mypy
@@ -44,4 +45,4 @@ constraints: install
 	$(PY) -m pip freeze --exclude-editable --exclude canopy > constraints.txt
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .demo
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .demo
