@@ -23,6 +23,7 @@ from canopy.contracts.graph_run import (
     RunCounts,
     node_timeout_minutes,
 )
+from canopy.graphs.model import EnsembleNode, stored_node
 from canopy.graphs.transitions import default_next
 from canopy.limits import DEFAULT_MAX_VISITS
 from canopy.statuses import ACTIVE_RUN_STATUSES
@@ -105,19 +106,17 @@ async def load_node(graph_id: str, node_name: str | None) -> NodeStep | None:
     if not nodes or (node_name is not None and node_name not in names):
         return None
     index = 0 if node_name is None else names.index(node_name)
-    node = dict(nodes[index])
-    if node.get("ensemble"):
-        node["ensemble_members"] = ensembles.get(node["ensemble"], [])
-    timeout = node_timeout_minutes(node.pop("timeout_minutes", None))
-    if timeout is not None:
-        node["timeout_minutes"] = timeout
-    following = default_next(nodes, index)
+    stored = dict(nodes[index])
+    timeout = node_timeout_minutes(stored.pop("timeout_minutes", None))
+    node = stored_node({**stored, "timeout_minutes": timeout})
+    members = ensembles.get(node.ensemble, []) if isinstance(node, EnsembleNode) else []
     return NodeStep(
-        name=node["name"],
+        name=node.name,
         definition=node,
-        next_node=node.get("next") or following,
-        on_failure=node.get("on_failure"),
-        max_visits=node.get("max_visits") or DEFAULT_MAX_VISITS,
+        ensemble_members=members,
+        next_node=node.next or default_next(nodes, index),
+        on_failure=node.on_failure,
+        max_visits=node.max_visits or DEFAULT_MAX_VISITS,
         timeout_minutes=timeout,
     )
 

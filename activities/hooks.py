@@ -35,6 +35,7 @@ from canopy.contracts.graph_run import HookFiring
 from canopy.errors import Refused
 from canopy.graphs import markers
 from canopy.graphs.hooks import SPEC_EVENTS
+from canopy.graphs.model import AgentHook, CommandHook, InteractiveHook, stored_hook
 from canopy.ops.session_wake import wake_session
 from canopy.ops.sessions import enqueue_hook_message
 from canopy.paths import canopy_home, inside
@@ -190,16 +191,19 @@ async def run_hook(
     files: ProcessFiles,
     hook_run_id: int,
 ) -> tuple[str, str | None, str | None]:
-    """Run a hook in its mode; ``(status, output, error)``."""
-    if hook.get("command"):
-        return await run_command_hook(hook["command"], values, firing, files)
-    if hook.get("target_session_id") or hook.get("target_session_name"):
-        return await run_interactive_hook(hook, values, firing, hook_run_id)
-    return await run_agent_hook(hook, values, firing, files)
+    """Run a hook (as stored, or as its hook run copied it) in its mode;
+    ``(status, output, error)``."""
+    match stored_hook(hook):
+        case CommandHook() as command_hook:
+            return await run_command_hook(command_hook, values, firing, files)
+        case InteractiveHook() as interactive_hook:
+            return await run_interactive_hook(interactive_hook, values, firing, hook_run_id)
+        case AgentHook() as agent_hook:
+            return await run_agent_hook(agent_hook, values, firing, files)
 
 
 async def run_interactive_hook(
-    hook: dict[str, Any], values: dict[str, str | None], firing: HookFiring, hook_run_id: int
+    hook: InteractiveHook, values: dict[str, str | None], firing: HookFiring, hook_run_id: int
 ) -> tuple[str, str | None, str | None]:
     """Enqueue the rendered prompt for the target session, resolved at this very fire.
 
@@ -212,9 +216,9 @@ async def run_interactive_hook(
         queued_before = db.scalar(select(Message).where(Message.hook_run_id == hook_run_id))
         message = queued_before or enqueue_hook_message(
             db,
-            markers.render(hook["prompt"], values, markers.HOOK_MARKERS),
-            target_session_id=hook.get("target_session_id"),
-            target_session_name=hook.get("target_session_name"),
+            markers.render(hook.prompt, values, markers.HOOK_MARKERS),
+            target_session_id=hook.target_session_id,
+            target_session_name=hook.target_session_name,
             graph_id=firing.graph_id,
             run_id=firing.run_id,
             event=firing.event,
@@ -232,13 +236,13 @@ async def run_interactive_hook(
 
 
 async def run_command_hook(
-    command: str, values: dict[str, str | None], firing: HookFiring, files: ProcessFiles
+    hook: CommandHook, values: dict[str, str | None], firing: HookFiring, files: ProcessFiles
 ) -> tuple[str, str | None, str | None]:
     """A shell command with markers read from the exported ``CANOPY_HOOK_*`` variables."""
 
     def launch() -> Command:
         rendered, env = markers.shell_command(
-            command, values, markers.HOOK_MARKERS, markers.HOOK_ENV_PREFIX
+            hook.command, values, markers.HOOK_MARKERS, markers.HOOK_ENV_PREFIX
         )
         return Command(["/bin/sh", "-c", rendered], firing.workdir, {**env, **hook_env(firing)})
 
@@ -250,22 +254,20 @@ async def run_command_hook(
 
 
 async def run_agent_hook(
-    hook: dict[str, Any], values: dict[str, str | None], firing: HookFiring, files: ProcessFiles
+    hook: AgentHook, values: dict[str, str | None], firing: HookFiring, files: ProcessFiles
 ) -> tuple[str, str | None, str | None]:
     """An agent launched through the same platform adapters as nodes, prompt on stdin."""
-    platform = get_platform(hook["platform"])
+    platform = get_platform(hook.platform)
 
     def launch() -> Command:
-        prompt = markers.render(hook["prompt"], values, markers.HOOK_MARKERS)
+        prompt = markers.render(hook.prompt, values, markers.HOOK_MARKERS)
         invocation = platform.build_invocation(
-            prompt, model=hook.get("model"), effort=hook.get("effort"), resume_session_id=None
+            prompt, model=hook.model, effort=hook.effort, resume_session_id=None
         )
         return Command(invocation.argv, firing.workdir, hook_env(firing), invocation.stdin)
 
     watcher = OutputWatcher(files.output, platform, None)
-    end = await run_once(
-        files, launch, timeout_minutes=hook.get("timeout_minutes"), watcher=watcher
-    )
+    end = await run_once(files, launch, timeout_minutes=hook.timeout_minutes, watcher=watcher)
     return verdict(end, watcher.tail)
 
 

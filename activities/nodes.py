@@ -29,6 +29,7 @@ from canopy.backlog import specformat
 from canopy.contracts.graph_run import NodeLaunch, NodeResult
 from canopy.errors import Refused
 from canopy.graphs import markers
+from canopy.graphs.model import AgentNode, CommandNode, EnsembleNode
 from canopy.paths import canopy_home, inside
 from canopy.platforms import Platform, clamp_reset, get_platform
 from canopy.store.engine import open_store
@@ -47,7 +48,7 @@ def node_marker_values(launch: NodeLaunch) -> dict[str, str | None]:
         workdir=launch.workdir,
         spec_name=name,
         spec_id=launch.spec_id,
-        node=launch.node["name"],
+        node=launch.node.name,
         spec_body=body,
     )
     return values
@@ -64,31 +65,34 @@ def node_files(launch: NodeLaunch) -> ProcessFiles:
 async def run_agent_node(launch: NodeLaunch) -> NodeResult:
     """Launch the node's agent with its rendered prompt on stdin (resuming a session if
     asked), or adopt the launch an earlier attempt made."""
-    platform_name, model, effort = _agent_config(launch.node, launch.member)
+    node = launch.node
+    if not isinstance(node, AgentNode | EnsembleNode):
+        raise Refused(f"node {node.name} is not an agent node")
+    agent = launch.agent()
     files = node_files(launch)
     try:
-        platform = get_platform(platform_name)
+        platform = get_platform(agent.platform)
     except Refused as refusal:
-        return _not_started(launch, files, refusal, platform_name)
+        return _not_started(launch, files, refusal, agent.platform)
     watcher = OutputWatcher(files.output, platform, launch.resume_session_id)
 
     def command() -> Command:
         values = node_marker_values(launch)
-        prompt = markers.render(launch.node["prompt"], values, markers.NODE_MARKERS)
+        prompt = markers.render(node.prompt, values, markers.NODE_MARKERS)
         invocation = platform.build_invocation(
-            prompt, model=model, effort=effort, resume_session_id=watcher.session_id
+            prompt, model=agent.model, effort=agent.effort, resume_session_id=watcher.session_id
         )
         env = node_env(launch, values)
         return Command(invocation.argv, launch.workdir, env, invocation.stdin)
 
-    timeout = launch.node.get("timeout_minutes")
+    timeout = node.timeout_minutes
     try:
         end = await run_once(files, command, timeout_minutes=timeout, watcher=watcher)
         if end.lost:  # the machine went down under it: the agent resumes its own session
             files.set_lost_aside()
             end = await run_once(files, command, timeout_minutes=timeout, watcher=watcher)
     except (Refused, LaunchError) as error:
-        return _not_started(launch, files, error, platform_name)
+        return _not_started(launch, files, error, agent.platform)
     return node_result(launch, files, end, watcher, platform)
 
 
@@ -96,22 +100,23 @@ async def run_agent_node(launch: NodeLaunch) -> NodeResult:
 async def run_command_node(launch: NodeLaunch) -> NodeResult:
     """Run the node's shell command in the workdir (markers read from the environment),
     or adopt the run an earlier attempt started."""
+    node = launch.node
+    if not isinstance(node, CommandNode):
+        raise Refused(f"node {node.name} is not a command node")
     files = node_files(launch)
     watcher = OutputWatcher(files.output, None, None)
 
     def command() -> Command:
         values = node_marker_values(launch)
         rendered, env = markers.shell_command(
-            launch.node["command"], values, markers.NODE_MARKERS, markers.NODE_ENV_PREFIX
+            node.command, values, markers.NODE_MARKERS, markers.NODE_ENV_PREFIX
         )
         return Command(
             ["/bin/sh", "-c", rendered], launch.workdir, {**env, **node_env(launch, values)}
         )
 
     try:
-        end = await run_once(
-            files, command, timeout_minutes=launch.node.get("timeout_minutes"), watcher=watcher
-        )
+        end = await run_once(files, command, timeout_minutes=node.timeout_minutes, watcher=watcher)
     except (Refused, LaunchError) as error:
         return _not_started(launch, files, error, None)
     return node_result(launch, files, end, watcher, None)
@@ -133,7 +138,7 @@ def node_result(
         platform=platform.name if platform else None,
     )
     if end.timed_out:
-        message = f"node {launch.node['name']} {end.problem}"
+        message = f"node {launch.node.name} {end.problem}"
         return ended.model_copy(update={"status": "timed_out", "error": message})
     if end.exit_code is None:
         return ended.model_copy(update={"error": end.problem})
@@ -155,7 +160,7 @@ def _not_started(
     log = files.output if files.output.exists() else None
     return NodeResult(
         status="failed",
-        error=f"node {launch.node['name']} could not start: {error}",
+        error=f"node {launch.node.name} could not start: {error}",
         log_path=str(log) if log else None,
         platform=platform,
     )
@@ -166,17 +171,11 @@ def node_env(launch: NodeLaunch, values: dict[str, str | None]) -> dict[str, str
     return {
         "CANOPY_SPEC_ID": launch.spec_id,
         "CANOPY_SPEC_NAME": values["spec_name"] or "",
-        "CANOPY_NODE": launch.node["name"],
+        "CANOPY_NODE": launch.node.name,
         "CANOPY_GRAPH_ID": launch.graph_id,
         "CANOPY_RUN_ID": launch.run_id,
         "CANOPY_WORKDIR": launch.workdir,
     }
-
-
-def _agent_config(node: dict[str, Any], member: int | None) -> tuple[str, str | None, str | None]:
-    """Platform, model and effort of an agent node, or of one of its ensemble's members."""
-    config = node["ensemble_members"][member] if member is not None else node
-    return config["platform"], config.get("model"), config.get("effort")
 
 
 ALL: list[Callable[..., Any]] = [run_agent_node, run_command_node]

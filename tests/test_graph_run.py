@@ -227,4 +227,4 @@ async def test_an_absurd_stored_timeout_cannot_wedge_the_run(
     assert result["status"] == "completed", result
     step = await bookkeeping.load_node(graph, "check")
     assert step is not None
-    assert step.timeout_minutes == step.definition["timeout_minutes"] == MAX_NODE_TIMEOUT_MINUTES
+    assert step.timeout_minutes == step.definition.timeout_minutes == MAX_NODE_TIMEOUT_MINUTES

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from canopy.errors import Refused
-from canopy.graphs.model import validate_definition
+from canopy.graphs.model import AgentNode, validate_definition
 from canopy.graphs.parse import parse_definition
 from canopy.ops import graphs, queues, specs
 from canopy.store.engine import Store
@@ -529,7 +529,9 @@ def test_the_documented_json_and_toml_examples_are_the_same_valid_graph() -> Non
     as_toml = parse_definition(fenced_block(doc, "toml"), "build.toml")
     assert as_json == as_toml
     del as_json["specs"]
-    assert validate_definition(as_json).nodes[0].prompt == "Implement this spec.\n{{spec_body}}"
+    first = validate_definition(as_json).nodes[0]
+    assert isinstance(first, AgentNode)
+    assert first.prompt == "Implement this spec.\n{{spec_body}}"
 
 
 @pytest.mark.parametrize(

@@ -21,12 +21,13 @@ from temporalio.worker import Replayer
 from canopy.contracts.session_delivery import session_workflow_id
 from canopy.ops import control, graphs, queues, runs, sessions
 from canopy.ops.session_wake import wait_for_delivery, wake_session
+from canopy.paths import canopy_home
 from canopy.store.engine import Store
 from canopy.store.models import Graph
 from canopy.workflows.graph_run import GraphRun
 from canopy.workflows.session_delivery import SessionDelivery
 from tests.conftest import make_specs
-from tests.engine import eventually, fake_node
+from tests.engine import FAKE_AGENT, eventually, fake_node
 
 pytestmark = pytest.mark.server
 HISTORIES = Path(__file__).parent / "histories"
@@ -120,6 +121,34 @@ async def pass_over(client: Client, store: Store, repo: Path) -> str:
     return str(started["workflow_id"])
 
 
+async def ensemble_failover(client: Client, store: Store, repo: Path) -> str:
+    """One spec through an ensemble node whose first member is usage-limited: the run
+    fails over to the second member, which completes it."""
+    (canopy_home() / "config.toml").write_text(
+        f'[platforms.claude]\nexecutable = ["env", "FAKE_AGENT_DIRECTIVES=limit", "{FAKE_AGENT}"]\n'
+        f'[platforms.codex]\nexecutable = "{FAKE_AGENT}"\n'
+    )
+    node = {"name": "implement", "ensemble": "team", "prompt": "FAKE: commit done"}
+    graph = graphs.graph_create(
+        store,
+        {
+            "name": "g",
+            "workdir": str(repo),
+            "nodes": [node],
+            "ensembles": {"team": [{"platform": "claude"}, {"platform": "codex"}]},
+            "specs": make_specs(store, "alpha"),
+        },
+    )
+    result = await settle(store, graph["id"])
+    assert result["status"] == "completed"
+    info = graphs.graph_get(store, graph["id"])
+    assert [(n["platform"], n["status"]) for n in info["node_runs"]] == [
+        ("claude", "limit_blocked"),
+        ("codex", "succeeded"),
+    ]
+    return str(result["workflow_id"])
+
+
 async def session_delivery(client: Client, store: Store, repo: Path) -> str:
     """Two messages queued for a session, then one wake: both delivered in one execution."""
     session = sessions.session_new(store, "claude", name="pair", workdir=str(repo))
@@ -138,6 +167,7 @@ SCENARIOS: dict[str, Scenario] = {
     "settle_failed": settle_failed,
     "continue_as_new": continue_as_new,
     "pass_over": pass_over,
+    "ensemble_failover": ensemble_failover,
     "session_delivery": session_delivery,
 }
 

@@ -27,7 +27,6 @@ with workflow.unsafe.imports_passed_through():
     from canopy.contracts.graph_run import (
         GRAPH_RUN_WORKFLOW,
         ContinueRequest,
-        HookEvent,
         HookFiring,
         NextSpec,
         NodeLaunch,
@@ -37,6 +36,8 @@ with workflow.unsafe.imports_passed_through():
         RunStatus,
         node_timeout_minutes,
     )
+    from canopy.graphs.hooks import HookEvent
+    from canopy.graphs.model import AgentConfig, AgentNode, CommandNode, EnsembleNode
     from canopy.workflows import blockers
 
 BOOKKEEPING_TIMEOUT = timedelta(minutes=1)
@@ -380,13 +381,17 @@ class GraphRun:
         Members whose platform is still limited are passed over; when every member is
         limited the node ends ``limit_blocked`` with the earliest reset.
         """
-        if step.definition.get("command"):
-            return await self._run_node(start, spec, step, visit, None, None)
-        ensemble = bool(step.definition.get("ensemble"))
-        members = step.definition.get("ensemble_members") if ensemble else [step.definition]
+        members: list[AgentConfig]
+        match step.definition:
+            case CommandNode():
+                return await self._run_node(start, spec, step, visit, None, None)
+            case AgentNode():
+                members, ensemble = [step.definition.agent], False
+            case EnsembleNode():
+                members, ensemble = step.ensemble_members, True
         assert members
         for index, member in enumerate(members):
-            platform = member["platform"]
+            platform = member.platform
             until = self._limited_until.get(platform)
             if ensemble and until is not None and until > workflow.now():
                 continue
@@ -401,7 +406,7 @@ class GraphRun:
                 return result
         return NodeResult(
             status="limit_blocked",
-            limit_reset_at=min(self._limited_until[m["platform"]] for m in members),
+            limit_reset_at=min(self._limited_until[m.platform] for m in members),
             error="every ensemble member is usage-limited",
         )
 
@@ -447,10 +452,15 @@ class GraphRun:
             spec_id=spec.spec_id,
             workdir=start.workdir,
             node=step.definition,
+            ensemble_members=step.ensemble_members,
             resume_session_id=resume_session_id,
             member=member,
         )
-        runner = nodes.run_command_node if step.definition.get("command") else nodes.run_agent_node
+        match step.definition:
+            case CommandNode():
+                runner = nodes.run_command_node
+            case AgentNode() | EnsembleNode():
+                runner = nodes.run_agent_node
         # clamped here too: a timedelta of an absurd float raises, failing every task
         timeout_minutes = node_timeout_minutes(step.timeout_minutes) or DEFAULT_NODE_TIMEOUT_MINUTES
         handle = workflow.start_activity(

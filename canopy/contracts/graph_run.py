@@ -8,8 +8,10 @@ import math
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
+from canopy.graphs.hooks import HookEvent
+from canopy.graphs.model import AgentConfig, AgentNode, EnsembleNode, Node
 from canopy.limits import NODE_TIMEOUT_MINUTES
 
 GRAPH_RUN_WORKFLOW = "GraphRun"
@@ -75,15 +77,34 @@ def node_timeout_minutes(value: object) -> float | None:
     return min(value, MAX_NODE_TIMEOUT_MINUTES)
 
 
+def _members_beside_the_node(data: Any) -> Any:
+    """Payloads recorded before nodes were typed carried an ensemble's members inside the
+    node, as ``ensemble_members``; workflow histories and activity tasks in flight from
+    then still do. They move beside it, where they are now."""
+    if not isinstance(data, dict):
+        return data
+    field = "definition" if "definition" in data else "node"
+    node = data.get(field)
+    if not isinstance(node, dict) or "ensemble_members" not in node:
+        return data
+    members = node["ensemble_members"]
+    node = {key: value for key, value in node.items() if key != "ensemble_members"}
+    return {**data, field: node, "ensemble_members": members}
+
+
 class NodeStep(BaseModel):
     """One node as stored at dispatch time, with its transitions resolved."""
 
     name: str
-    definition: dict[str, Any]
+    definition: Node
+    ensemble_members: list[AgentConfig] = Field(default_factory=list)
+    """An ensemble node's members as stored at dispatch time, in failover order."""
     next_node: str | None
     on_failure: str | None
     max_visits: int
     timeout_minutes: float | None
+
+    _lift_members = model_validator(mode="before")(_members_beside_the_node)
 
 
 class NodeLaunch(BaseModel):
@@ -95,10 +116,23 @@ class NodeLaunch(BaseModel):
     graph_name: str
     spec_id: str
     workdir: str
-    node: dict[str, Any]
+    node: Node
+    ensemble_members: list[AgentConfig] = Field(default_factory=list)
+    """An ensemble node's members, as the run's :class:`NodeStep` read them."""
     resume_session_id: str | None = None
     member: int | None = None
     """For an ensemble node: which member (index) to launch."""
+
+    _lift_members = model_validator(mode="before")(_members_beside_the_node)
+
+    def agent(self) -> AgentConfig:
+        """The agent to launch: an agent node's own, or the chosen ensemble member."""
+        match self.node:
+            case AgentNode():
+                return self.node.agent
+            case EnsembleNode() if self.member is not None:
+                return self.ensemble_members[self.member]
+        raise ValueError(f"node {self.node.name} launches no agent")
 
 
 class NodeResult(BaseModel):
@@ -148,10 +182,6 @@ SIGNAL_PAUSE = "pause"
 SIGNAL_STOP = "stop"
 SIGNAL_RESET = "reset"
 QUERY_STATUS = "status"
-
-
-HookEvent = Literal["on_completed", "on_failed", "on_blocked", "on_spec_completed"]
-HOOK_EVENTS: tuple[str, ...] = ("on_completed", "on_failed", "on_blocked", "on_spec_completed")
 
 
 class HookFiring(BaseModel):

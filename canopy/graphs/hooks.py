@@ -17,11 +17,14 @@ Only stdlib and other import-light modules are used, so the workflow side may im
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, get_args
 
-from canopy.contracts.graph_run import HOOK_EVENTS
 from canopy.errors import Refused
 from canopy.store.queries import normalized_prefix
+
+HookEvent = Literal["on_completed", "on_failed", "on_blocked", "on_spec_completed"]
+HOOK_EVENTS: tuple[str, ...] = get_args(HookEvent)
+"""The events a graph's hooks are keyed by."""
 
 SPEC_EVENTS: tuple[str, ...] = ("on_spec_completed", "on_failed")
 """The per-spec events: only their hooks may name ``spec_ids``."""

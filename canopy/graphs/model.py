@@ -13,7 +13,7 @@ spec ids, hooks' ``spec_ids``) is checked by :mod:`canopy.ops.graphs`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 from pydantic import (
@@ -21,15 +21,18 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
+    TypeAdapter,
     ValidationError,
+    ValidationInfo,
     model_validator,
 )
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, PydanticCustomError
 
-from canopy.contracts.graph_run import HOOK_EVENTS
 from canopy.errors import Refused
-from canopy.graphs.hooks import SPEC_EVENTS, fold_legacy_on_completed
+from canopy.graphs.hooks import HOOK_EVENTS, SPEC_EVENTS, fold_legacy_on_completed
 from canopy.graphs.markers import (
     HOOK_ENV_PREFIX,
     HOOK_MARKERS,
@@ -62,6 +65,25 @@ _STRICT = ConfigDict(extra="forbid", strict=True)
 _Item = TypeVar("_Item")
 _Number = TypeVar("_Number", int, float)
 
+ACCEPTING_INPUT: dict[str, Any] = {"accepting_input": True}
+"""Validation context for a definition a user hands in. The content rules (names, text,
+ranges, known platforms, markers) apply only then: a graph stored before a rule was
+tightened, read back by an activity or carried in a workflow's payload, must still load,
+and a workflow must not read this machine's platform config while it replays."""
+
+
+def _accepting_input(info: ValidationInfo) -> bool:
+    return bool(info.context and info.context.get("accepting_input"))
+
+
+def _input_rule(check: Callable[[_Item], _Item]) -> AfterValidator:
+    """A content rule: applied to definitions being accepted (:data:`ACCEPTING_INPUT`)."""
+
+    def apply(value: _Item, info: ValidationInfo) -> _Item:
+        return check(value) if _accepting_input(info) else value
+
+    return AfterValidator(apply)
+
 
 def _not_blank(value: str) -> str:
     if not value.strip():
@@ -86,7 +108,7 @@ def _named(max_length: int, path_safe: bool = False) -> AfterValidator:
             raise ValueError(problem)
         return value.strip()
 
-    return AfterValidator(check)
+    return _input_rule(check)
 
 
 def _within(bounds: Range) -> AfterValidator:
@@ -98,7 +120,7 @@ def _within(bounds: Range) -> AfterValidator:
             raise ValueError(problem)
         return value
 
-    return AfterValidator(check)
+    return _input_rule(check)
 
 
 def _workdir(value: str) -> str:
@@ -122,15 +144,15 @@ def _known_platform(value: str) -> str:
     return value
 
 
-Text = Annotated[str, AfterValidator(_not_blank), AfterValidator(_storable)]
-Platform = Annotated[str, AfterValidator(_known_platform)]
+Text = Annotated[str, _input_rule(_not_blank), _input_rule(_storable)]
+Platform = Annotated[str, _input_rule(_known_platform)]
 GraphName = Annotated[str, _named(NAME_MAX_LENGTH)]
 NodeName = Annotated[str, _named(NODE_NAME_MAX_LENGTH, path_safe=True)]
 """Path-safe: a node's name may end up in a file name (logs) or on a command line."""
 EnsembleName = Annotated[str, _named(ENSEMBLE_NAME_MAX_LENGTH)]
 SessionName = Annotated[str, _named(SESSION_NAME_MAX_LENGTH)]
 SessionId = Annotated[str, _named(ID_MAX_LENGTH)]
-Workdir = Annotated[str, AfterValidator(_workdir)]
+Workdir = Annotated[str, _input_rule(_workdir)]
 MaxVisits = Annotated[int, _within(MAX_VISITS)]
 NodeTimeout = Annotated[int | float, _within(NODE_TIMEOUT_MINUTES)]
 """``int | float``: an integer too large for a float is then refused by its range, naming
@@ -138,7 +160,8 @@ the value, instead of as "not a valid number"."""
 
 
 class AgentConfig(BaseModel):
-    """One member of an ensemble: a platform with an optional model and effort."""
+    """One agent to launch: a platform with an optional model and effort (an ensemble
+    member, or the agent of an agent node or hook)."""
 
     model_config = _STRICT
 
@@ -150,65 +173,165 @@ class AgentConfig(BaseModel):
 Ensemble = Annotated[list[AgentConfig], AfterValidator(_not_empty)]
 
 
-class Node(BaseModel):
-    """One step of a graph: an agent (platform or ensemble + prompt) or a shell command."""
+class _Step(BaseModel):
+    """What every node has: its name and where the graph goes after it."""
 
     model_config = _STRICT
 
     name: NodeName
-    platform: Platform | None = None
-    ensemble: Text | None = None
-    prompt: Text | None = None
-    model: Text | None = None
-    effort: Text | None = None
-    command: Text | None = None
     next: Text | None = None
     on_failure: Text | None = None
     max_visits: MaxVisits = DEFAULT_MAX_VISITS
     timeout_minutes: NodeTimeout | None = None
 
+
+class AgentNode(_Step):
+    """A node run by one agent platform (with an optional model and effort)."""
+
+    platform: Platform
+    prompt: Text
+    model: Text | None = None
+    effort: Text | None = None
+
     @model_validator(mode="after")
-    def _well_formed(self) -> Node:
-        problem = _kind_problem(self) or _marker_problem(
-            self.prompt, self.command, NODE_MARKERS, NODE_ENV_PREFIX
-        )
-        if problem is not None:
-            raise ValueError(problem)
+    def _markers(self, info: ValidationInfo) -> AgentNode:
+        _check_markers(info, self.prompt, None, NODE_MARKERS, NODE_ENV_PREFIX)
+        return self
+
+    @property
+    def agent(self) -> AgentConfig:
+        """The one agent this node launches."""
+        return AgentConfig(platform=self.platform, model=self.model, effort=self.effort)
+
+
+class EnsembleNode(_Step):
+    """A node run by the first member of a named ensemble that is not usage-limited."""
+
+    ensemble: Text
+    prompt: Text
+
+    @model_validator(mode="after")
+    def _markers(self, info: ValidationInfo) -> EnsembleNode:
+        _check_markers(info, self.prompt, None, NODE_MARKERS, NODE_ENV_PREFIX)
         return self
 
 
-def _kind_problem(node: Node) -> str | None:
-    """Why ``node`` is neither exactly an agent node nor exactly a command node, if it is."""
-    agent = node.platform is not None or node.ensemble is not None
-    if node.platform is not None and node.ensemble is not None:
-        return "give platform or ensemble, not both"
-    if agent and node.command is not None:
-        return "a node is an agent (platform or ensemble) or a command, not both"
-    if not agent and node.command is None:
-        return "needs platform or ensemble (an agent node) or command (a command node)"
-    if agent and node.prompt is None:
-        return "an agent node needs a prompt"
-    if node.command is not None and node.prompt is not None:
-        return "a command node takes no prompt; the command is the whole step"
-    if node.platform is None and (node.model is not None or node.effort is not None):
-        return "model and effort apply to platform nodes only (ensemble members carry their own)"
-    return None
+class CommandNode(_Step):
+    """A node that is one shell command (markers reach it as ``CANOPY_*`` variables)."""
+
+    command: Text
+
+    @model_validator(mode="after")
+    def _markers(self, info: ValidationInfo) -> CommandNode:
+        _check_markers(info, None, self.command, NODE_MARKERS, NODE_ENV_PREFIX)
+        return self
 
 
-def _marker_problem(
-    prompt: str | None, command: str | None, allowed: Sequence[str], env_prefix: str
-) -> str | None:
-    """The marker refusal for the prompt, else the command: a marker not in ``allowed``,
-    or, in the command, one with no safe shell rendering (values reach commands as
-    ``<env_prefix><NAME>`` variables)."""
+def _check_markers(
+    info: ValidationInfo,
+    prompt: str | None,
+    command: str | None,
+    allowed: Sequence[str],
+    env_prefix: str,
+) -> None:
+    """Refuse a marker not in ``allowed`` in the prompt, else in the command, or one in
+    the command with no safe shell rendering (values reach commands as
+    ``<env_prefix><NAME>`` variables). A content rule: input only."""
+    if not _accepting_input(info):
+        return
     try:
         if prompt is not None:
             check_template(prompt, allowed, "prompt")
         if command is not None:
             check_command(command, allowed, "command", env_prefix=env_prefix)
     except Refused as refusal:
-        return refusal.message
-    return None
+        raise ValueError(refusal.message) from None
+
+
+_AGENT_NODE, _ENSEMBLE_NODE, _COMMAND_NODE = "agent node", "ensemble node", "command node"
+_NODE_CLASSES: dict[type[BaseModel], str] = {
+    AgentNode: _AGENT_NODE,
+    EnsembleNode: _ENSEMBLE_NODE,
+    CommandNode: _COMMAND_NODE,
+}
+
+
+_UNKNOWN_FIELD = "unknown_field"
+
+
+def _refuse_unknown_fields(data: Mapping[str, Any], *kinds: type[BaseModel]) -> None:
+    """A field no kind has is reported as such, before the kind is worked out: a typo
+    (``comand``) is the problem to name, not the missing kind it leads to."""
+    known = {name for kind in kinds for name in kind.model_fields}
+    unknown = next((key for key in data if key not in known), None)
+    if unknown is not None:
+        raise PydanticCustomError(_UNKNOWN_FIELD, "unknown field {field}", {"field": unknown})
+
+
+def _given(data: Mapping[str, Any], *fields: str) -> list[bool]:
+    """Which of ``fields`` ``data`` sets (``null`` counts as not set, as it always has)."""
+    return [data.get(field) is not None for field in fields]
+
+
+def _node_kind(data: Any) -> str | None:
+    """The discriminator: the one place a node's kind is read from the fields it has.
+
+    ``_one_node_kind`` has already refused every mix, so exactly one kind field is set.
+    """
+    if isinstance(data, BaseModel):
+        return _NODE_CLASSES.get(type(data))
+    if not isinstance(data, Mapping):
+        return None
+    platform, ensemble, _ = _given(data, "platform", "ensemble", "command")
+    return _AGENT_NODE if platform else _ENSEMBLE_NODE if ensemble else _COMMAND_NODE
+
+
+_NODE_OPTIONAL_FIELDS = (
+    "platform", "ensemble", "prompt", "model", "effort", "command", "next", "on_failure",
+    "timeout_minutes",
+)  # fmt: skip
+
+
+def _one_node_kind(data: Any) -> Any:
+    """Refuse a node that is not exactly one kind, saying why; drop fields set to
+    ``null`` (always accepted as "not set") so each kind's class sees only its own."""
+    if not isinstance(data, Mapping):
+        return data
+    _refuse_unknown_fields(data, *_NODE_CLASSES)
+    platform, ensemble, command, prompt, model, effort = _given(
+        data, "platform", "ensemble", "command", "prompt", "model", "effort"
+    )
+    agent = platform or ensemble
+    problem = None
+    if platform and ensemble:
+        problem = "give platform or ensemble, not both"
+    elif agent and command:
+        problem = "a node is an agent (platform or ensemble) or a command, not both"
+    elif not agent and not command:
+        problem = "needs platform or ensemble (an agent node) or command (a command node)"
+    elif agent and not prompt:
+        problem = "an agent node needs a prompt"
+    elif command and prompt:
+        problem = "a command node takes no prompt; the command is the whole step"
+    elif not platform and (model or effort):
+        problem = "model and effort apply to platform nodes only (ensemble members carry their own)"
+    if problem is not None:
+        raise ValueError(problem)
+    return {k: v for k, v in data.items() if v is not None or k not in _NODE_OPTIONAL_FIELDS}
+
+
+Node = Annotated[
+    Annotated[AgentNode, Tag(_AGENT_NODE)]
+    | Annotated[EnsembleNode, Tag(_ENSEMBLE_NODE)]
+    | Annotated[CommandNode, Tag(_COMMAND_NODE)],
+    Discriminator(
+        _node_kind,
+        custom_error_type="node_type",
+        custom_error_message="Input should be a valid dictionary",
+    ),
+    BeforeValidator(_one_node_kind),
+]
+"""One step of a graph: an agent, an ensemble of agents, or a shell command."""
 
 
 def _names_a_spec(spec_ids: list[str]) -> list[str]:
@@ -221,6 +344,8 @@ def _names_a_spec(spec_ids: list[str]) -> list[str]:
 HookTimeout = Annotated[int | float, _within(HOOK_TIMEOUT_MINUTES)]
 """``int | float`` rather than ``float`` so a stored hook keeps ``30`` as written, not
 ``30.0``: the config that fires (and is copied into the hook run) is the one stored."""
+SpecIds = Annotated[list[Text], _input_rule(_names_a_spec)]
+"""The specs a per-spec hook fires for (full ids once stored); unset: every spec."""
 
 HOOK_MODES = (
     "agent (platform + prompt), command (command) or "
@@ -229,53 +354,141 @@ HOOK_MODES = (
 _MODE_FIELDS = ("platform", "command", "target_session_id", "target_session_name")
 
 
-class Hook(BaseModel):
-    """One hook of one event: an agent, a command or an interactive message, never a mix.
-
-    The event a hook belongs to is the graph's business (which events take ``spec_ids``),
-    and so is resolving ``spec_ids`` prefixes, which needs the store (:mod:`canopy.ops.graphs`).
-    """
+class AgentHook(BaseModel):
+    """A hook that launches an agent through the same platform adapters as nodes."""
 
     model_config = _STRICT
 
-    platform: Platform | None = None
-    prompt: Text | None = None
+    platform: Platform
+    prompt: Text
     model: Text | None = None
     effort: Text | None = None
     timeout_minutes: HookTimeout | None = None
-    command: Text | None = None
-    target_session_id: SessionId | None = None
-    target_session_name: SessionName | None = None
-    spec_ids: Annotated[list[Text], AfterValidator(_names_a_spec)] | None = None
+    spec_ids: SpecIds | None = None
 
     @model_validator(mode="after")
-    def _well_formed(self) -> Hook:
-        problem = _hook_mode_problem(self) or _marker_problem(
-            self.prompt, self.command, HOOK_MARKERS, HOOK_ENV_PREFIX
-        )
-        if problem is not None:
-            raise ValueError(problem)
+    def _markers(self, info: ValidationInfo) -> AgentHook:
+        _check_markers(info, self.prompt, None, HOOK_MARKERS, HOOK_ENV_PREFIX)
         return self
 
 
-def _hook_mode_problem(hook: Hook) -> str | None:
-    """Why ``hook`` is not exactly one well-formed mode, if it is not."""
-    present = [field for field in _MODE_FIELDS if getattr(hook, field) is not None]
+class CommandHook(BaseModel):
+    """A hook that is one shell command (markers reach it as ``CANOPY_HOOK_*`` variables)."""
+
+    model_config = _STRICT
+
+    command: Text
+    spec_ids: SpecIds | None = None
+
+    @model_validator(mode="after")
+    def _markers(self, info: ValidationInfo) -> CommandHook:
+        _check_markers(info, None, self.command, HOOK_MARKERS, HOOK_ENV_PREFIX)
+        return self
+
+
+class InteractiveHook(BaseModel):
+    """A hook that enqueues its prompt for a live session, named by id or by name."""
+
+    model_config = _STRICT
+
+    prompt: Text
+    target_session_id: SessionId | None = None
+    target_session_name: SessionName | None = None
+    spec_ids: SpecIds | None = None
+
+    @model_validator(mode="after")
+    def _markers(self, info: ValidationInfo) -> InteractiveHook:
+        _check_markers(info, self.prompt, None, HOOK_MARKERS, HOOK_ENV_PREFIX)
+        return self
+
+
+_AGENT_HOOK, _COMMAND_HOOK, _INTERACTIVE_HOOK = "agent hook", "command hook", "interactive hook"
+_HOOK_CLASSES: dict[type[BaseModel], str] = {
+    AgentHook: _AGENT_HOOK,
+    CommandHook: _COMMAND_HOOK,
+    InteractiveHook: _INTERACTIVE_HOOK,
+}
+_HOOK_OPTIONAL_FIELDS = (
+    "platform", "prompt", "model", "effort", "timeout_minutes", "command",
+    "target_session_id", "target_session_name", "spec_ids",
+)  # fmt: skip
+
+
+def _hook_mode(data: Any) -> str | None:
+    """The discriminator: the one place a hook's mode is read from the fields it has.
+
+    ``_one_hook_mode`` has already refused every mix, so exactly one mode is set.
+    """
+    if isinstance(data, BaseModel):
+        return _HOOK_CLASSES.get(type(data))
+    if not isinstance(data, Mapping):
+        return None
+    platform, command = _given(data, "platform", "command")
+    return _AGENT_HOOK if platform else _COMMAND_HOOK if command else _INTERACTIVE_HOOK
+
+
+def _one_hook_mode(data: Any) -> Any:
+    """Refuse a hook that is not exactly one well-formed mode, saying why; drop fields
+    set to ``null`` (always accepted as "not set") so each mode's class sees its own."""
+    if not isinstance(data, Mapping):
+        return data
+    _refuse_unknown_fields(data, *_HOOK_CLASSES)
+    present = [field for field in _MODE_FIELDS if data.get(field) is not None]
     modes = {"interactive" if field.startswith("target_") else field for field in present}
+    platform, command, by_id, by_name, prompt, *agent_only = _given(
+        data,
+        "platform", "command", "target_session_id", "target_session_name", "prompt",
+        "model", "effort", "timeout_minutes",
+    )  # fmt: skip
+    problem = None
     if len(modes) != 1:
         found = " and ".join(present) if present else f"none of {', '.join(_MODE_FIELDS)}"
-        return f"a hook has exactly one mode: {HOOK_MODES}; this one has {found}"
-    agent_only = (hook.model, hook.effort, hook.timeout_minutes)
-    if hook.platform is None and any(value is not None for value in agent_only):
-        return "model, effort and timeout_minutes apply to agent hooks only"
-    if hook.command is not None and hook.prompt is not None:
-        return "a command hook takes no prompt; the command is the whole hook"
-    if hook.target_session_id is not None and hook.target_session_name is not None:
-        return "an interactive hook names exactly one of target_session_id / target_session_name"
-    if hook.command is None and hook.prompt is None:
-        kind = "an agent" if hook.platform is not None else "an interactive"
-        return f"{kind} hook needs a prompt"
-    return None
+        problem = f"a hook has exactly one mode: {HOOK_MODES}; this one has {found}"
+    elif not platform and any(agent_only):
+        problem = "model, effort and timeout_minutes apply to agent hooks only"
+    elif command and prompt:
+        problem = "a command hook takes no prompt; the command is the whole hook"
+    elif by_id and by_name:
+        problem = "an interactive hook names exactly one of target_session_id / target_session_name"
+    elif not command and not prompt:
+        problem = f"{'an agent' if platform else 'an interactive'} hook needs a prompt"
+    if problem is not None:
+        raise ValueError(problem)
+    return {k: v for k, v in data.items() if v is not None or k not in _HOOK_OPTIONAL_FIELDS}
+
+
+Hook = Annotated[
+    Annotated[AgentHook, Tag(_AGENT_HOOK)]
+    | Annotated[CommandHook, Tag(_COMMAND_HOOK)]
+    | Annotated[InteractiveHook, Tag(_INTERACTIVE_HOOK)],
+    Discriminator(
+        _hook_mode,
+        custom_error_type="hook_type",
+        custom_error_message="Input should be a valid dictionary",
+    ),
+    BeforeValidator(_one_hook_mode),
+]
+"""One hook of one event: an agent, a command or an interactive message, never a mix.
+
+The event a hook belongs to is the graph's business (which events take ``spec_ids``),
+and so is resolving ``spec_ids`` prefixes, which needs the store (:mod:`canopy.ops.graphs`).
+"""
+
+_UNION_TAGS = frozenset({*_NODE_CLASSES.values(), *_HOOK_CLASSES.values()})
+"""Pydantic puts the chosen tag in an error's location; a refusal's path leaves it out."""
+
+NODE_ADAPTER: TypeAdapter[Node] = TypeAdapter(Node)
+HOOK_ADAPTER: TypeAdapter[Hook] = TypeAdapter(Hook)
+
+
+def stored_node(data: Mapping[str, Any]) -> Node:
+    """A node as the store keeps it, typed (shape checked; content rules are for input)."""
+    return NODE_ADAPTER.validate_python(data)
+
+
+def stored_hook(data: Mapping[str, Any]) -> Hook:
+    """A hook as the store keeps it (or a hook run copied it), typed."""
+    return HOOK_ADAPTER.validate_python(data)
 
 
 def _known_events(hooks: object) -> object:
@@ -361,7 +574,7 @@ def _spec_ids_problem(hooks: Mapping[str, list[Hook]]) -> str | None:
 def _reference_problem(
     node: Node, names: list[str], ensembles: Mapping[str, list[AgentConfig]]
 ) -> str | None:
-    if node.ensemble is not None and node.ensemble not in ensembles:
+    if isinstance(node, EnsembleNode) and node.ensemble not in ensembles:
         defined = ", ".join(ensembles) or "(none defined)"
         return f"unknown ensemble {node.ensemble!r}; ensembles: {defined}"
     for field, target in (("next", node.next), ("on_failure", node.on_failure)):
@@ -380,7 +593,7 @@ def validate_definition(data: Mapping[str, Any]) -> GraphDefinition:
     if problem is not None:
         raise Refused(f"graph definition refused: {problem}")
     try:
-        return GraphDefinition.model_validate(dict(data))
+        return GraphDefinition.model_validate(dict(data), context=ACCEPTING_INPUT)
     except ValidationError as error:
         raise validation_refusal(error, data) from None
 
@@ -397,8 +610,10 @@ def validation_refusal(error: ValidationError, data: object, what: str = "graph"
 
 def _describe(error: ErrorDetails, data: object) -> str:
     loc = error["loc"]
+    if error["type"] == _UNKNOWN_FIELD:
+        loc = (*loc, str((error.get("ctx") or {})["field"]))
     path = _path(loc) + _node_hint(loc, data)
-    if error["type"] == "extra_forbidden":
+    if error["type"] in ("extra_forbidden", _UNKNOWN_FIELD):
         return f"unknown field {path}"
     if error["type"] == "missing":
         return f"{path} is required"
@@ -411,6 +626,8 @@ def _path(loc: tuple[int | str, ...]) -> str:
     """``('nodes', 1, 'platform')`` → ``nodes[1].platform``."""
     text = ""
     for part in loc:
+        if part in _UNION_TAGS:
+            continue
         if isinstance(part, int):
             text += f"[{part}]"
         else:

@@ -21,9 +21,9 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from canopy.contracts.graph_run import HOOK_EVENTS
 from canopy.errors import Refused
 from canopy.graphs.hooks import (
+    HOOK_EVENTS,
     edited_events,
     remaining_events,
     remaining_events_note,

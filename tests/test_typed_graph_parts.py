@@ -1,0 +1,129 @@
+"""Typed graph parts: each node and hook is one class, chosen from the JSON it is stored as.
+
+The stored JSON does not change (a part dumps back to exactly what was accepted), stored
+parts load even where later-tightened input rules would refuse them, and payloads
+recorded before the parts were typed (workflow histories, activity tasks in flight) still
+load.
+"""
+
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+from canopy.contracts.graph_run import NodeLaunch, NodeStep
+from canopy.graphs.model import (
+    AgentConfig,
+    AgentHook,
+    AgentNode,
+    CommandHook,
+    CommandNode,
+    EnsembleNode,
+    InteractiveHook,
+    stored_hook,
+    stored_node,
+    validate_definition,
+)
+
+NODES: list[tuple[dict[str, Any], type]] = [
+    ({"name": "a", "platform": "claude", "prompt": "p", "model": "m", "max_visits": 3}, AgentNode),
+    ({"name": "e", "ensemble": "team", "prompt": "p", "max_visits": 3}, EnsembleNode),
+    ({"name": "c", "command": "make test", "on_failure": "a", "max_visits": 2}, CommandNode),
+]
+HOOKS: list[tuple[dict[str, Any], type]] = [
+    ({"platform": "claude", "prompt": "p", "timeout_minutes": 30}, AgentHook),
+    ({"command": "notify-send done"}, CommandHook),
+    ({"prompt": "p", "target_session_name": "pair", "spec_ids": ["spec-1"]}, InteractiveHook),
+]
+
+
+@pytest.mark.parametrize(("stored", "kind"), NODES, ids=lambda v: getattr(v, "__name__", ""))
+def test_a_stored_node_is_its_kind_and_dumps_back_unchanged(
+    stored: dict[str, Any], kind: type
+) -> None:
+    node = stored_node(stored)
+    assert type(node) is kind
+    assert node.model_dump(exclude_none=True) == stored
+
+
+@pytest.mark.parametrize(("stored", "kind"), HOOKS, ids=lambda v: getattr(v, "__name__", ""))
+def test_a_stored_hook_is_its_mode_and_dumps_back_unchanged(
+    stored: dict[str, Any], kind: type
+) -> None:
+    hook = stored_hook(stored)
+    assert type(hook) is kind
+    assert hook.model_dump(exclude_none=True) == stored
+
+
+def test_null_fields_of_other_kinds_are_accepted_as_not_set() -> None:
+    definition = validate_definition(
+        {
+            "name": "g",
+            "nodes": [{"name": "c", "command": "true", "platform": None, "prompt": None}],
+            "hooks": {"on_failed": [{"command": "true", "target_session_id": None}]},
+        }
+    )
+    assert isinstance(definition.nodes[0], CommandNode)
+    assert isinstance(definition.hooks["on_failed"][0], CommandHook)
+
+
+def test_stored_parts_load_where_input_rules_were_tightened_since() -> None:
+    """Input rules (names, ranges, markers, known platforms) are for definitions being
+    accepted: a graph stored before a rule existed must still run."""
+    node = stored_node(
+        {"name": "x" * 500, "platform": "retired", "prompt": "{{nope}}", "max_visits": 10**6}
+    )
+    assert isinstance(node, AgentNode) and node.platform == "retired"
+    hook = stored_hook({"command": "echo {{nope}}", "spec_ids": []})
+    assert isinstance(hook, CommandHook)
+
+
+def test_a_node_of_no_single_kind_is_refused_even_when_stored() -> None:
+    with pytest.raises(ValueError, match="give platform or ensemble, not both"):
+        stored_node({"name": "x", "platform": "claude", "ensemble": "t", "prompt": "p"})
+
+
+def test_payloads_recorded_before_typed_parts_keep_the_members_beside_the_node() -> None:
+    """Before typed nodes, load_node put an ensemble's members inside the definition."""
+    members = [{"platform": "claude"}, {"platform": "codex", "model": "o3"}]
+    node = {"name": "e", "ensemble": "team", "prompt": "p", "ensemble_members": members}
+    step = NodeStep.model_validate(
+        {
+            "name": "e",
+            "definition": node,
+            "next_node": None,
+            "on_failure": None,
+            "max_visits": 3,
+            "timeout_minutes": None,
+        }
+    )
+    assert isinstance(step.definition, EnsembleNode)
+    assert step.ensemble_members == [AgentConfig.model_validate(m) for m in members]
+    launch = TypeAdapter(NodeLaunch).validate_json(
+        NodeLaunch.model_validate(
+            {
+                "run_id": "run-1",
+                "node_run_id": 1,
+                "graph_id": "graph-1",
+                "graph_name": "g",
+                "spec_id": "spec-1",
+                "workdir": "/w",
+                "node": node,
+                "member": 1,
+            }
+        ).model_dump_json()
+    )
+    assert launch.agent() == AgentConfig(platform="codex", model="o3")
+
+
+def test_an_agent_node_launches_its_own_agent() -> None:
+    launch = NodeLaunch(
+        run_id="run-1",
+        node_run_id=1,
+        graph_id="graph-1",
+        graph_name="g",
+        spec_id="spec-1",
+        workdir="/w",
+        node=stored_node({"name": "a", "platform": "gemini", "prompt": "p", "effort": "high"}),
+    )
+    assert launch.agent() == AgentConfig(platform="gemini", effort="high")
