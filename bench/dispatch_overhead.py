@@ -46,8 +46,9 @@ from tests.daemons import free_ports
 
 CANOPY = str(Path(sys.executable).parent / "canopy")
 REPO_ROOT = Path(__file__).resolve().parent.parent
-ENGINE_SOURCES = ("canopy", "cli", "workflows", "activities", "worker.py")
-"""What :func:`snapshot_engine` copies: every module the CLI and the worker import."""
+ENGINE_SOURCES = ("canopy",)
+"""What :func:`snapshot_engine` copies: every module the CLI and the worker import (the
+package's links to cli/, workflows/, activities/ and worker.py are copied as files)."""
 GRAPH_NAME = "bench-noop"
 QUEUE_NAME = "bench-queue"
 NODE_COMMAND = "true"
@@ -177,7 +178,7 @@ def snapshot_engine(target: Path) -> Path:
 
 def check_snapshot(engine: Path, env: dict[str, str]) -> None:
     """Refuse a snapshot taken mid-edit (it does not import) or one that is not used."""
-    probe = "import worker, cli.main; print(worker.__file__)"
+    probe = "import canopy.worker, canopy.cli.main; print(canopy.worker.__file__)"
     done = subprocess.run(
         [sys.executable, "-c", probe],
         env=env,

@@ -116,10 +116,10 @@ async def test_ten_simultaneous_starts_leave_one_run_and_nine_one_line_refusals(
 
 
 BOOT = (
-    "import sys; from canopy import temporal_client as t; "
+    "import sys; from canopy.temporal import client as t; "
     "t.MAIN_TASK_QUEUE = sys.argv.pop(1); agents = sys.argv.pop(1); "
     "t.agents_task_queue = lambda host=None: agents; "
-    "from cli.main import main; main()"
+    "from canopy.cli.main import main; main()"
 )
 """``canopy`` as installed, but on this test's task queues (the in-process worker's)."""
 
