@@ -100,15 +100,14 @@ async def load_node(graph_id: str, node_name: str | None) -> NodeStep | None:
     """
     with open_store().transaction() as session:
         graph = session.get_one(Graph, graph_id)
-        nodes: list[dict[str, Any]] = list(graph.nodes)
+        stored: list[dict[str, Any]] = list(graph.nodes)
         ensembles: dict[str, Any] = dict(graph.ensembles)
-    names = [node["name"] for node in nodes]
+    nodes = [stored_node(_clamped_timeout(node)) for node in stored]
+    names = [node.name for node in nodes]
     if not nodes or (node_name is not None and node_name not in names):
         return None
     index = 0 if node_name is None else names.index(node_name)
-    stored = dict(nodes[index])
-    timeout = node_timeout_minutes(stored.pop("timeout_minutes", None))
-    node = stored_node({**stored, "timeout_minutes": timeout})
+    node = nodes[index]
     members = ensembles.get(node.ensemble, []) if isinstance(node, EnsembleNode) else []
     return NodeStep(
         name=node.name,
@@ -117,8 +116,14 @@ async def load_node(graph_id: str, node_name: str | None) -> NodeStep | None:
         next_node=node.next or default_next(nodes, index),
         on_failure=node.on_failure,
         max_visits=node.max_visits or DEFAULT_MAX_VISITS,
-        timeout_minutes=timeout,
+        timeout_minutes=node.timeout_minutes,
     )
+
+
+def _clamped_timeout(node: dict[str, Any]) -> dict[str, Any]:
+    """A stored node with its ``timeout_minutes`` as the engine may use it."""
+    timeout = node_timeout_minutes(node.get("timeout_minutes"))
+    return {**node, "timeout_minutes": timeout}
 
 
 @activity.defn

@@ -45,8 +45,8 @@ def list_graphs(as_json: JsonFlag = False) -> None:
 @app.command("info")
 def info(graph: str, as_json: JsonFlag = False) -> None:
     """Show a graph: facts, nodes, bound specs, runs, node runs, queue progress."""
-    result = ops.graph_get(open_store(), graph)
-    emit(result, as_json, lambda: graph_views.show_graph(result))
+    result = ops.graph_info(open_store(), graph)
+    emit(result.as_json(), as_json, lambda: graph_views.show_graph(result))
 
 
 @app.command("edit")

@@ -5,10 +5,30 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from canopy.cli.render import print_line, print_table
+from canopy.graphs.model import (
+    AgentConfig,
+    AgentHook,
+    AgentNode,
+    CommandHook,
+    CommandNode,
+    EnsembleNode,
+    Hook,
+    InteractiveHook,
+    Node,
+    stored_hook,
+)
 from canopy.graphs.transitions import default_next
+from canopy.ops.graph_info import Blocker
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from canopy.ops.graph_info import (
+        GraphInfo,
+        HookRunInfo,
+        NodeRunInfo,
+        QueueProgress,
+    )
 
 _STEP_EXCERPT = 50
 
@@ -26,85 +46,78 @@ def show_graph_list(graphs: list[dict[str, Any]]) -> None:
                 g["nodes"],
                 g["specs"],
                 g["active_run"] or "",
-                _blocker_text(g["blocker"]),
+                _blocker_text(Blocker.model_validate(g["blocker"]) if g["blocker"] else None),
             ]
             for g in graphs
         ],
     )
 
 
-def show_graph(info: dict[str, Any]) -> None:
+def show_graph(info: GraphInfo) -> None:
     """``graph info``: facts, nodes, ensembles, bound specs, runs, node runs, queue progress."""
     _show_facts(info)
-    _show_nodes(info["nodes"])
-    if info["ensembles"]:
+    _show_nodes(info)
+    if info.ensembles:
         print_table(
             "Ensembles",
             ["name", "members (in failover order)"],
-            [
-                [name, ", ".join(map(_agent, members))]
-                for name, members in info["ensembles"].items()
-            ],
+            [[name, ", ".join(map(_agent, members))] for name, members in info.ensembles.items()],
         )
     print_table(
         "Bound specs",
         ["#", "id", "name", "status"],
-        [[i, s["id"], s["name"], s["status"]] for i, s in enumerate(info["specs"], start=1)],
+        [[i, s.id, s.name, s.status] for i, s in enumerate(info.specs, start=1)],
     )
     print_table(
         "Runs",
         ["#", "id", "status", "queue", "started", "ended"],
-        [
-            [r["number"], r["id"], r["status"], r["queue_id"] or "", r["started_at"], r["ended_at"]]
-            for r in info["runs"]
-        ],
+        [[r.number, r.id, r.status, r.queue_id or "", r.started_at, r.ended_at] for r in info.runs],
     )
-    _show_node_runs(info["node_runs"])
-    _show_hook_runs(info["completion_hook_runs"])
-    if info["queue_progress"] is not None:
-        _show_queue_progress(info["queue_progress"])
+    _show_node_runs(info.node_runs)
+    _show_hook_runs(info.completion_hook_runs)
+    if info.queue_progress is not None:
+        _show_queue_progress(info.queue_progress)
 
 
-def _blocker_text(blocker: dict[str, Any] | None) -> str:
+def _blocker_text(blocker: Blocker | None) -> str:
     """A blocker's one-line message (its kind when it carries no message)."""
     if blocker is None:
         return ""
-    return str(blocker.get("message") or blocker.get("kind") or "blocked")
+    return blocker.message or blocker.kind or "blocked"
 
 
-def _show_facts(info: dict[str, Any]) -> None:
-    print_line(f"{info['id']}  {info['name']}")
-    dirty = "yes" if info["allow_dirty_start"] else "no"
+def _show_facts(info: GraphInfo) -> None:
+    print_line(f"{info.id}  {info.name}")
+    dirty = "yes" if info.allow_dirty_start else "no"
     print_line(
-        f"status: {info['status']}   workdir: {info['workdir'] or '(none)'}   "
-        f"allow_dirty_start: {dirty}"
+        f"status: {info.status}   workdir: {info.workdir or '(none)'}   allow_dirty_start: {dirty}"
     )
-    if info["blocker"] is not None:
-        print_line(f"blocker: {_blocker_text(info['blocker'])}")
-    active = info["active_run"]
+    if info.blocker is not None:
+        print_line(f"blocker: {_blocker_text(info.blocker)}")
+    active = info.active_run
     if active is not None:
-        print_line(f"active run: {active['id']} (#{active['number']}, {active['status']})")
-    if info["scheduled_resume_at"] is not None:
-        print_line(f"scheduled resume: {info['scheduled_resume_at']}")
-    if info["consistency_warning"] is not None:
-        print_line(f"warning: {info['consistency_warning']}")
+        print_line(f"active run: {active.id} (#{active.number}, {active.status})")
+    if info.scheduled_resume_at is not None:
+        print_line(f"scheduled resume: {info.scheduled_resume_at}")
+    if info.consistency_warning is not None:
+        print_line(f"warning: {info.consistency_warning}")
 
 
-def _show_nodes(nodes: list[dict[str, Any]]) -> None:
+def _show_nodes(info: GraphInfo) -> None:
     """Nodes with their transitions spelled out, defaults included."""
     rows = []
-    for index, node in enumerate(nodes):
-        following = default_next(nodes, index) or "(spec completes)"
+    for index, node in enumerate(info.nodes):
+        following = default_next(info.nodes, index) or "(spec completes)"
         rows.append(
             [
                 index + 1,
-                node["name"],
-                _kind(node),
-                _excerpt(node.get("command") or node.get("prompt") or ""),
-                node.get("next", following),
-                node.get("on_failure", "(spec fails)"),
-                node["max_visits"],
-                f"{node['timeout_minutes']:g}" if "timeout_minutes" in node else "",
+                node.name,
+                _runs(node),
+                _excerpt(node.command if isinstance(node, CommandNode) else node.prompt),
+                node.next or following,
+                node.on_failure or "(spec fails)",
+                node.max_visits,
+                f"{node.timeout_minutes:g}" if node.timeout_minutes is not None else "",
             ]
         )
     print_table(
@@ -114,88 +127,93 @@ def _show_nodes(nodes: list[dict[str, Any]]) -> None:
     )
 
 
-def _show_node_runs(node_runs: list[dict[str, Any]]) -> None:
+def _show_node_runs(node_runs: list[NodeRunInfo]) -> None:
     """The latest run's node runs, each failure with the reason it was given."""
     print_table(
         "Node runs (latest run)",
         ["spec", "node", "visit", "platform", "status", "exit", "error", "started", "ended", "log"],
         [
             [
-                n["spec_name"] or n["spec_id"],
-                n["node"],
-                n["visit"],
-                n["platform"] or "",
-                n["status"],
-                n["exit_code"],
-                n["error"] or "",
-                n["started_at"],
-                n["ended_at"],
-                n["log_path"] or "",
+                n.spec_name or n.spec_id,
+                n.node,
+                n.visit,
+                n.platform or "",
+                n.status,
+                n.exit_code,
+                n.error or "",
+                n.started_at,
+                n.ended_at,
+                n.log_path or "",
             ]
             for n in node_runs
         ],
     )
 
 
-def _show_hook_runs(hook_runs: list[dict[str, Any]]) -> None:
+def _show_hook_runs(hook_runs: list[HookRunInfo]) -> None:
     print_table(
         "Hook runs",
         ["event", "#", "mode", "spec", "status", "error", "started", "log"],
         [
             [
-                h["event"],
-                h["hook_index"],
-                _hook_mode(h["hook_config"]),
-                h["spec_id"] or "",
-                h["status"],
-                h["error"] or "",
-                h["started_at"],
-                h["log_path"] or "",
+                h.event,
+                h.hook_index,
+                _hook_mode(stored_hook(h.hook_config)),
+                h.spec_id or "",
+                h.status,
+                h.error or "",
+                h.started_at,
+                h.log_path or "",
             ]
             for h in hook_runs
         ],
     )
 
 
-def _hook_mode(config: dict[str, Any]) -> str:
-    """``command``, ``agent (claude)`` or ``interactive``, from a hook's config."""
-    if config.get("command"):
-        return "command"
-    if config.get("target_session_id") or config.get("target_session_name"):
-        return "interactive"
-    return f"agent ({config.get('platform')})"
+def _hook_mode(hook: Hook) -> str:
+    """``command``, ``agent (claude)`` or ``interactive``."""
+    match hook:
+        case CommandHook():
+            return "command"
+        case InteractiveHook():
+            return "interactive"
+        case AgentHook():
+            return f"agent ({hook.platform})"
 
 
-def _show_queue_progress(progress: dict[str, Any]) -> None:
-    queue = progress["queue_name"] or progress["queue_id"]
+def _show_queue_progress(progress: QueueProgress) -> None:
+    queue = progress.queue_name or progress.queue_id
     print_table(
-        f"Queue progress: {queue}, run #{progress['run_number']} ({progress['run_status']})",
+        f"Queue progress: {queue}, run #{progress.run_number} ({progress.run_status})",
         ["spec", "name", "group", "outcome", "nodes run"],
         [
             [
-                m["spec_id"],
-                m["name"] or "",
-                m["group"] or "",
-                m["outcome"] or "(in progress)",
-                " → ".join(m["nodes"]),
+                m.spec_id,
+                m.name or "",
+                m.group or "",
+                m.outcome or "(in progress)",
+                " → ".join(m.nodes),
             ]
-            for m in progress["members"]
+            for m in progress.members
         ],
     )
 
 
-def _kind(node: dict[str, Any]) -> str:
-    if "command" in node:
-        return "command"
-    if "ensemble" in node:
-        return f"ensemble {node['ensemble']}"
-    return _agent(node)
+def _runs(node: Node) -> str:
+    """What runs the node: its command, its ensemble, or its agent."""
+    match node:
+        case CommandNode():
+            return "command"
+        case EnsembleNode():
+            return f"ensemble {node.ensemble}"
+        case AgentNode():
+            return _agent(node.agent)
 
 
-def _agent(config: dict[str, Any]) -> str:
+def _agent(config: AgentConfig) -> str:
     """``claude (sonnet, high)``: a platform with the model and effort it was given."""
-    details = [config[key] for key in ("model", "effort") if key in config]
-    return f"{config['platform']} ({', '.join(details)})" if details else str(config["platform"])
+    details = [detail for detail in (config.model, config.effort) if detail is not None]
+    return f"{config.platform} ({', '.join(details)})" if details else config.platform
 
 
 def _excerpt(text: str) -> str:

@@ -193,7 +193,7 @@ async def test_a_failed_node_run_records_why_and_graph_info_shows_it(
     (node_run,) = graphs.graph_get(store, graph)["node_runs"]
     assert (node_run["status"], node_run["error"]) == ("failed", reason)
     monkeypatch.setenv("COLUMNS", "1000")
-    graph_views.show_graph(graphs.graph_get(store, graph))
+    graph_views.show_graph(graphs.graph_info(store, graph))
     assert reason in capsys.readouterr().out
 
 

@@ -6,6 +6,8 @@ recorded before the parts were typed (workflow histories, activity tasks in flig
 load.
 """
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +26,7 @@ from canopy.graphs.model import (
     stored_node,
     validate_definition,
 )
+from canopy.ops.graph_info import GraphInfo
 
 NODES: list[tuple[dict[str, Any], type]] = [
     ({"name": "a", "platform": "claude", "prompt": "p", "model": "m", "max_visits": 3}, AgentNode),
@@ -127,3 +130,11 @@ def test_an_agent_node_launches_its_own_agent() -> None:
         node=stored_node({"name": "a", "platform": "gemini", "prompt": "p", "effort": "high"}),
     )
     assert launch.agent() == AgentConfig(platform="gemini", effort="high")
+
+
+def test_the_published_graph_info_schema_is_the_models() -> None:
+    """docs/graph-info.schema.json is what GraphInfo serialises to; regenerate it with
+    ``python -c 'import json; from canopy.ops.graph_info import GraphInfo;
+    print(json.dumps(GraphInfo.model_json_schema(mode="serialization"), indent=2))'``."""
+    published = Path(__file__).parent.parent / "docs" / "graph-info.schema.json"
+    assert json.loads(published.read_text()) == GraphInfo.model_json_schema(mode="serialization")

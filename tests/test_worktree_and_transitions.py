@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from canopy.contracts.graph_run import MAX_NODE_TIMEOUT_MINUTES, node_timeout_minutes
+from canopy.graphs.model import stored_node
 from canopy.graphs.transitions import default_next
 from canopy.workdir import describe_dirty, parse_porcelain_z, worktree_state
 from tests.engine import git
@@ -30,10 +31,13 @@ def test_worktree_state_counts_every_path_and_shows_the_first_twenty(repo: Path)
 
 def test_default_next_is_the_following_node_skipping_failure_handlers() -> None:
     nodes = [
-        {"name": "implement"},
-        {"name": "test", "on_failure": "fix"},
-        {"name": "fix", "next": "test"},
-        {"name": "docs"},
+        stored_node({"name": name, "command": "true", **transitions})
+        for name, transitions in (
+            ("implement", {}),
+            ("test", {"on_failure": "fix"}),
+            ("fix", {"next": "test"}),
+            ("docs", {}),
+        )
     ]
     assert default_next(nodes, 0) == "test"
     assert default_next(nodes, 1) == "docs"

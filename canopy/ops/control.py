@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -50,6 +50,8 @@ from canopy.timefmt import utcnow
 if TYPE_CHECKING:
     from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionResponse
     from temporalio.client import Client, WorkflowHandle
+
+    from canopy.ops.graph_info import GraphInfo
 
 CONTINUE_MODES: tuple[str, ...] = get_args(ContinueMode)
 
@@ -457,33 +459,33 @@ def _reset_in_store(store: Store, state: GraphState, note: str | None) -> dict[s
 # --------------------------------------------------------------------------- consistency
 
 
-async def consistency_warning(info: Mapping[str, Any]) -> str | None:
+async def consistency_warning(info: GraphInfo) -> str | None:
     """Why a graph the store calls ``running`` is not really moving, or ``None`` (§6.7).
 
-    ``info`` is the ``graph_get`` shape. Checked in order: the workflow must exist and be
+    Checked in order: the workflow must exist and be
     running (a terminated or lost workflow will never move the run on); then a node run
     in progress or a scheduled resume in the store means all is well; otherwise the
     workflow's ``status`` query must show a node run in flight or a scheduled resume. A
     resume counts as scheduled when either the store column or the query reports one.
     """
-    if info["status"] != "running":
+    if info.status != "running":
         return None
-    ahead = f"graph {info['name']} is running in the store, but"
-    reset = f"reset it: canopy graph reset {shlex.quote(info['name'])}"
-    run = info["active_run"]
-    if run is None:
+    ahead = f"graph {info.name} is running in the store, but"
+    reset = f"reset it: canopy graph reset {shlex.quote(info.name)}"
+    run = info.active_run
+    if run is None or run.workflow_id is None:
         return f"{ahead} has no active run; {reset}"
     try:
         client = await asyncio.wait_for(temporal_client.connect(), CONNECT_TIMEOUT_SECONDS)
     except (Refused, TimeoutError) as error:
-        return f"{ahead} its run {run['id']} cannot be checked: {error or 'Temporal is silent'}"
-    handle = client.get_workflow_handle(run["workflow_id"])
+        return f"{ahead} its run {run.id} cannot be checked: {error or 'Temporal is silent'}"
+    handle = client.get_workflow_handle(run.workflow_id)
     gone = await _workflow_gone(handle)
     if gone is not None:
-        return gone_warning(info["name"], run["workflow_id"], gone)
-    if _store_shows_progress(info, run["id"]):
+        return gone_warning(info.name, run.workflow_id, gone)
+    if _store_shows_progress(info, run.id):
         return None
-    return await _query_warning(handle, ahead, run["workflow_id"])
+    return await _query_warning(handle, ahead, run.workflow_id)
 
 
 def gone_warning(name: str, workflow_id: str, gone: str) -> str:
@@ -520,12 +522,12 @@ async def _workflow_gone(handle: WorkflowHandle[Any, Any]) -> str | None:
     return f"is {status.name.lower() if status else 'in an unknown state'} in Temporal"
 
 
-def _store_shows_progress(info: Mapping[str, Any], run_id: str) -> bool:
+def _store_shows_progress(info: GraphInfo, run_id: str) -> bool:
     """A resume scheduled, or a node run of the active run (the latest run) in progress."""
-    if info["scheduled_resume_at"] is not None:
+    if info.scheduled_resume_at is not None:
         return True
-    latest = info["runs"][0]["id"] if info["runs"] else None
-    return latest == run_id and any(nr["status"] == "running" for nr in info["node_runs"])
+    latest = info.runs[0].id if info.runs else None
+    return latest == run_id and any(node_run.status == "running" for node_run in info.node_runs)
 
 
 async def _query_warning(

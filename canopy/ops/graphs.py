@@ -7,11 +7,10 @@ status, so two graphs owning it would race). Edits are allowed during a run: the
 reads nodes, ensembles and prompts from the store at every dispatch, so an edit takes
 effect at the next node launch. Deleting a graph is refused while a run of it is active.
 
-``graph_get`` is the ``graph info --json`` shape: the definition, the bound specs, the
-run record (runs, the latest run's node runs, queue-driven progress rebuilt from
-``run_specs`` and ``node_runs``), the active run's ``scheduled_resume_at`` and, for a
-graph the store calls running, a ``consistency_warning`` computed against Temporal
-(:mod:`canopy.ops.control`).
+``graph_info`` answers with a typed :class:`~canopy.ops.graph_info.GraphInfo` (the
+definition, the bound specs, the run record and, for a graph the store calls running, a
+``consistency_warning`` computed against Temporal by :mod:`canopy.ops.control`);
+``graph_get`` is its JSON form, ``graph info --json``.
 """
 
 from collections.abc import Iterable, Mapping
@@ -32,18 +31,21 @@ from canopy.graphs.hooks import (
 from canopy.graphs.model import GraphDefinition, validate_definition
 from canopy.ids import new_id
 from canopy.ops.common import rows_of
+from canopy.ops.graph_info import (
+    GraphInfo,
+    bound_specs,
+    first_active,
+    graph_runs,
+    read_graph_info,
+)
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store
 from canopy.store.models import (
     Graph,
     GraphSpec,
-    HookRun,
-    NodeRun,
-    Queue,
     QueueMember,
     Run,
-    RunSpec,
     Spec,
 )
 from canopy.store.run_records import lock_graph
@@ -64,7 +66,7 @@ def graph_create(store: Store, definition: Mapping[str, Any]) -> dict[str, Any]:
         session.flush()
         _bind_specs(session, row.id, graph.specs)
         _resolve_hook_spec_ids(session, row, HOOK_EVENTS)
-        return _graph_json(session, row)
+        return read_graph_info(session, row).as_json()
 
 
 def graph_list(store: Store) -> list[dict[str, Any]]:
@@ -99,36 +101,46 @@ def graph_list(store: Store) -> list[dict[str, Any]]:
         ]
 
 
-def graph_get(store: Store, graph: str) -> dict[str, Any]:
-    """One graph: its definition, bound specs and run record (``graph info --json``).
+def graph_info(store: Store, graph: str) -> GraphInfo:
+    """One graph: its definition, bound specs and run record (``graph info``).
 
     For a graph the store calls ``running``, ``consistency_warning`` is computed against
     Temporal on every call (DESIGN §6.7), which blocks for a moment; async callers use
-    :func:`graph_get_async`. Other graphs are answered from the store alone, without
+    :func:`graph_info_async`. Other graphs are answered from the store alone, without
     loading the Temporal SDK.
     """
-    info = _graph_record(store, graph)
-    if info["status"] == "running":
+    info = _stored_info(store, graph)
+    if info.status == "running":
         from canopy.ops import control
 
-        info["consistency_warning"] = control.run_blocking(control.consistency_warning(info))
+        info.consistency_warning = control.run_blocking(control.consistency_warning(info))
     return info
+
+
+async def graph_info_async(store: Store, graph: str) -> GraphInfo:
+    """:func:`graph_info` for callers inside an event loop (MCP, tests with a worker)."""
+    info = _stored_info(store, graph)
+    if info.status == "running":
+        from canopy.ops import control
+
+        info.consistency_warning = await control.consistency_warning(info)
+    return info
+
+
+def graph_get(store: Store, graph: str) -> dict[str, Any]:
+    """:func:`graph_info` in its JSON form (``graph info --json``)."""
+    return graph_info(store, graph).as_json()
 
 
 async def graph_get_async(store: Store, graph: str) -> dict[str, Any]:
-    """:func:`graph_get` for callers inside an event loop (MCP, tests with a worker)."""
-    info = _graph_record(store, graph)
-    if info["status"] == "running":
-        from canopy.ops import control
-
-        info["consistency_warning"] = await control.consistency_warning(info)
-    return info
+    """:func:`graph_info_async` in its JSON form (the MCP ``graph get``)."""
+    return (await graph_info_async(store, graph)).as_json()
 
 
-def _graph_record(store: Store, graph: str) -> dict[str, Any]:
-    """The store's half of ``graph_get``: everything but the consistency warning."""
+def _stored_info(store: Store, graph: str) -> GraphInfo:
+    """The store's half of ``graph_info``: everything but the consistency warning."""
     with store.transaction() as session:
-        return _graph_json(session, _load(session, graph))
+        return read_graph_info(session, _load(session, graph))
 
 
 def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str, Any]:
@@ -154,7 +166,7 @@ def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str
             _bind_specs(session, row.id, checked.specs)
         _resolve_hook_spec_ids(session, row, edited_events(changes))
         session.flush()
-        edited = _graph_json(session, row)
+        edited = read_graph_info(session, row).as_json()
         if edited_events(changes):
             edited.update(_remaining_hook_events(session, row))
         return edited
@@ -164,13 +176,13 @@ def graph_delete(store: Store, graph: str) -> dict[str, Any]:
     """Delete a graph and its run record; its bound specs become standalone again."""
     with store.transaction() as session:
         row = _load(session, graph, lock=True)
-        active = _first_active(_runs(session, row.id))
+        active = first_active(graph_runs(session, row.id))
         if active is not None:
             raise Refused(
                 f"graph {row.id} has an active run {active.id} ({active.status}); "
                 "stop or reset it before deleting the graph"
             )
-        released = [spec["id"] for spec in _bound_specs(session, row.id)]
+        released = [spec.id for spec in bound_specs(session, row.id)]
         session.delete(row)
         return {"id": row.id, "deleted": True, "released_specs": released}
 
@@ -216,7 +228,7 @@ def _definition_of(session: Session, row: Graph) -> dict[str, Any]:
         "nodes": row.nodes,
         "ensembles": row.ensembles,
         "hooks": row.hooks,
-        "specs": [spec["id"] for spec in _bound_specs(session, row.id)],
+        "specs": [spec.id for spec in bound_specs(session, row.id)],
     }
 
 
@@ -266,8 +278,8 @@ def _resolve_hook_spec_ids(session: Session, row: Graph, events: Iterable[str]) 
     named = [event for event in events if event in row.hooks]
     if not any("spec_ids" in hook for event in named for hook in row.hooks[event]):
         return
-    active = _first_active(_runs(session, row.id))
-    bound = [spec["id"] for spec in _bound_specs(session, row.id)]
+    active = first_active(graph_runs(session, row.id))
+    bound = [spec.id for spec in bound_specs(session, row.id)]
     row.hooks = resolve_spec_ids(row.hooks, named, bound + _queue_member_ids(session, active))
 
 
@@ -290,7 +302,7 @@ def _remaining_hook_events(session: Session, row: Graph) -> dict[str, Any]:
     The engine reads the stored hooks as each event fires, so an edit during a run takes
     effect at that run's events still to come; saying which avoids expecting a re-fire.
     """
-    active = _first_active(_runs(session, row.id))
+    active = first_active(graph_runs(session, row.id))
     if active is None:
         return {}
     left = _specs_left(session, row.id, active)
@@ -305,8 +317,8 @@ def _specs_left(session: Session, graph_id: str, run: Run) -> int:
     """How many of ``run``'s specs (its queue's members, else the bound specs) may still
     complete."""
     if run.queue_id is None:
-        bound = _bound_specs(session, graph_id)
-        return sum(spec["status"] in _STILL_TO_COMPLETE for spec in bound)
+        bound = bound_specs(session, graph_id)
+        return sum(spec.status in _STILL_TO_COMPLETE for spec in bound)
     left = session.scalar(
         select(func.count())
         .select_from(QueueMember)
@@ -314,160 +326,3 @@ def _specs_left(session: Session, graph_id: str, run: Run) -> int:
         .where(QueueMember.queue_id == run.queue_id, Spec.status.in_(_STILL_TO_COMPLETE))
     )
     return left or 0
-
-
-# --------------------------------------------------------------------------- reading
-
-
-def _graph_json(session: Session, row: Graph) -> dict[str, Any]:
-    run_rows = _runs(session, row.id)
-    active = _first_active(run_rows)
-    runs = [_run_json(run) for run in run_rows]
-    return {
-        "id": row.id,
-        "name": row.name,
-        "status": row.status,
-        "workdir": row.workdir,
-        "allow_dirty_start": row.allow_dirty_start,
-        "blocker": row.blocker,
-        "hooks": row.hooks,
-        "nodes": row.nodes,
-        "ensembles": row.ensembles,
-        "specs": _bound_specs(session, row.id),
-        "active_run": _run_json(active) if active is not None else None,
-        "runs": runs,
-        "node_runs": _node_runs(session, runs[0]["id"]) if runs else [],
-        "completion_hook_runs": _hook_runs(session, row.id),
-        "queue_progress": _queue_progress(session, runs),
-        "scheduled_resume_at": to_iso(active.scheduled_resume_at) if active else None,
-        "consistency_warning": None,
-        "created_at": to_iso(row.created_at),
-        "updated_at": to_iso(row.updated_at),
-    }
-
-
-def _bound_specs(session: Session, graph_id: str) -> list[dict[str, Any]]:
-    result = session.execute(
-        select(Spec.id, Spec.name, Spec.status)
-        .join(GraphSpec, GraphSpec.spec_id == Spec.id)
-        .where(GraphSpec.graph_id == graph_id)
-        .order_by(GraphSpec.position)
-    )
-    return [{"id": spec_id, "name": name, "status": status} for spec_id, name, status in result]
-
-
-def _runs(session: Session, graph_id: str) -> list[Run]:
-    """The graph's runs, newest first."""
-    return list(
-        session.scalars(select(Run).where(Run.graph_id == graph_id).order_by(Run.number.desc()))
-    )
-
-
-def _first_active(runs: list[Run]) -> Run | None:
-    """The run that still owns the graph (running or paused), if any."""
-    return next((run for run in runs if run.status in ACTIVE_RUN_STATUSES), None)
-
-
-def _run_json(run: Run) -> dict[str, Any]:
-    return {
-        "id": run.id,
-        "number": run.number,
-        "status": run.status,
-        "queue_id": run.queue_id,
-        "workdir": run.workdir,
-        "workflow_id": run.workflow_id,
-        "summary": run.summary,
-        "started_at": to_iso(run.started_at),
-        "ended_at": to_iso(run.ended_at),
-    }
-
-
-def _hook_runs(session: Session, graph_id: str) -> list[dict[str, Any]]:
-    """Every hook run of the graph, oldest first, with the exact config that fired."""
-    hook_runs = session.scalars(
-        select(HookRun).where(HookRun.graph_id == graph_id).order_by(HookRun.id)
-    )
-    return [
-        {
-            "id": hook_run.id,
-            "run_id": hook_run.run_id,
-            "event": hook_run.event,
-            "hook_index": hook_run.hook_index,
-            "hook_config": hook_run.hook_config,
-            "spec_id": hook_run.spec_id,
-            "status": hook_run.status,
-            "output": hook_run.output,
-            "error": hook_run.error,
-            "log_path": hook_run.log_path,
-            "started_at": to_iso(hook_run.started_at),
-            "ended_at": to_iso(hook_run.ended_at),
-        }
-        for hook_run in hook_runs
-    ]
-
-
-def _node_runs(session: Session, run_id: str) -> list[dict[str, Any]]:
-    """One run's node runs in launch order, with the spec's name when it still exists."""
-    result = session.execute(
-        select(NodeRun, Spec.name)
-        .outerjoin(Spec, Spec.id == NodeRun.spec_id)
-        .where(NodeRun.run_id == run_id)
-        .order_by(NodeRun.id)
-    )
-    return [
-        {
-            "id": node_run.id,
-            "spec_id": node_run.spec_id,
-            "spec_name": spec_name,
-            "node": node_run.node,
-            "visit": node_run.visit,
-            "platform": node_run.platform,
-            "status": node_run.status,
-            "exit_code": node_run.exit_code,
-            "log_path": node_run.log_path,
-            "harness_session_id": node_run.harness_session_id,
-            "error": node_run.error,
-            "started_at": to_iso(node_run.started_at),
-            "ended_at": to_iso(node_run.ended_at),
-        }
-        for node_run, spec_name in result
-    ]
-
-
-def _queue_progress(session: Session, runs: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """What the latest queue-driven run did, rebuilt from its ``run_specs`` and ``node_runs``.
-
-    One entry per spec in the order the run reached it; a spec that passed through the
-    run more than once (e.g. resumed after a usage limit) shows its latest outcome and
-    every node it ran, in launch order.
-    """
-    run = next((run for run in runs if run["queue_id"] is not None), None)
-    if run is None:
-        return None
-    members: dict[str, dict[str, Any]] = {}
-    passages = session.execute(
-        select(RunSpec.spec_id, RunSpec.group, RunSpec.outcome, Spec.name)
-        .outerjoin(Spec, Spec.id == RunSpec.spec_id)
-        .where(RunSpec.run_id == run["id"])
-        .order_by(RunSpec.id)
-    )
-    for spec_id, group, outcome, name in passages:
-        member = members.setdefault(spec_id, {"spec_id": spec_id, "name": name, "nodes": []})
-        member.update(group=group, outcome=outcome)
-    launched = session.execute(
-        select(NodeRun.spec_id, NodeRun.node)
-        .where(NodeRun.run_id == run["id"])
-        .order_by(NodeRun.id)
-    )
-    for spec_id, node in launched:
-        if spec_id in members:
-            members[spec_id]["nodes"].append(node)
-    queue_name = session.scalar(select(Queue.name).where(Queue.id == run["queue_id"]))
-    return {
-        "run_id": run["id"],
-        "run_number": run["number"],
-        "run_status": run["status"],
-        "queue_id": run["queue_id"],
-        "queue_name": queue_name,
-        "members": list(members.values()),
-    }
