@@ -39,8 +39,8 @@ async def next_spec(run_id: str) -> NextSpec | None:
 
     Read fresh before every spec, so a reorder or an added member during the run counts.
     """
-    with open_store().transaction() as session:
-        run = session.get_one(Run, run_id)
+    with open_store().transaction() as db:
+        run = db.get_one(Run, run_id)
         if run.queue_id is not None:
             query = (
                 select(Spec.id, Spec.name, QueueMember.group)
@@ -55,7 +55,7 @@ async def next_spec(run_id: str) -> NextSpec | None:
                 .where(GraphSpec.graph_id == run.graph_id, Spec.status == "pending")
                 .order_by(GraphSpec.position)
             )
-        row = session.execute(query.limit(1)).first()
+        row = db.execute(query.limit(1)).first()
     if row is None:
         return None
     return NextSpec(spec_id=row[0], name=row[1], group=row[2])
@@ -69,8 +69,8 @@ async def begin_spec(run_id: str, spec: NextSpec) -> int | None:
     for one spec at once, exactly one gets it, and the other passes it over. A retried
     attempt finds the passage its first attempt opened.
     """
-    with open_store().transaction() as session:
-        open_passage = session.scalar(
+    with open_store().transaction() as db:
+        open_passage = db.scalar(
             select(RunSpec.id).where(
                 RunSpec.run_id == run_id, RunSpec.spec_id == spec.spec_id, RunSpec.outcome.is_(None)
             )
@@ -78,14 +78,14 @@ async def begin_spec(run_id: str, spec: NextSpec) -> int | None:
         if open_passage is not None:
             return open_passage
         claim = update(Spec).where(Spec.id == spec.spec_id, Spec.status == "pending")
-        claimed = cast(CursorResult[Any], session.execute(claim.values(status="in_progress")))
+        claimed = cast(CursorResult[Any], db.execute(claim.values(status="in_progress")))
         if claimed.rowcount != 1:
             return None
         passage = RunSpec(
             run_id=run_id, spec_id=spec.spec_id, group=spec.group, started_at=utcnow()
         )
-        session.add(passage)
-        session.flush()
+        db.add(passage)
+        db.flush()
         return passage.id
 
 
@@ -98,8 +98,8 @@ async def load_node(graph_id: str, node_name: str | None) -> NodeStep | None:
     stored timeout is clamped (:func:`node_timeout_minutes`) in the definition too, since
     the node's activity reads its process timeout from there.
     """
-    with open_store().transaction() as session:
-        graph = session.get_one(Graph, graph_id)
+    with open_store().transaction() as db:
+        graph = db.get_one(Graph, graph_id)
         stored: list[dict[str, Any]] = list(graph.nodes)
         ensembles: dict[str, Any] = dict(graph.ensembles)
     nodes = [stored_node(_clamped_timeout(node)) for node in stored]
@@ -136,8 +136,8 @@ async def start_node_run(run_id: str, spec_id: str, node: str, visit: int) -> in
     """
     info = activity.info()
     key = f"{info.workflow_run_id}/{info.activity_id}"
-    with open_store().transaction() as session:
-        recorded = session.scalar(select(NodeRun.id).where(NodeRun.launch_key == key))
+    with open_store().transaction() as db:
+        recorded = db.scalar(select(NodeRun.id).where(NodeRun.launch_key == key))
         if recorded is not None:
             return recorded
         node_run = NodeRun(
@@ -149,8 +149,8 @@ async def start_node_run(run_id: str, spec_id: str, node: str, visit: int) -> in
             status="running",
             started_at=utcnow(),
         )
-        session.add(node_run)
-        session.flush()
+        db.add(node_run)
+        db.flush()
         return node_run.id
 
 
@@ -158,8 +158,8 @@ async def start_node_run(run_id: str, spec_id: str, node: str, visit: int) -> in
 async def finish_node_run(node_run_id: int, result: NodeResult) -> None:
     """Record how a node run ended: status, exit code, log, harness session, and why it
     failed when that is known (an activity error is otherwise only in the worker's log)."""
-    with open_store().transaction() as session:
-        node_run = session.get_one(NodeRun, node_run_id)
+    with open_store().transaction() as db:
+        node_run = db.get_one(NodeRun, node_run_id)
         node_run.status = result.status
         node_run.exit_code = result.exit_code
         node_run.log_path = result.log_path
@@ -177,15 +177,15 @@ async def finish_spec(passage_id: int, outcome: str, ended_node: str | None) -> 
     graph has none skips the firing activity (a round trip to the agents host) per spec.
     """
     spec_status = {"completed": "completed", "failed": "failed", "skipped": "skipped"}
-    with open_store().transaction() as session:
-        passage = session.get_one(RunSpec, passage_id)
+    with open_store().transaction() as db:
+        passage = db.get_one(RunSpec, passage_id)
         passage.outcome = outcome
         passage.ended_node = ended_node
         passage.ended_at = utcnow()
-        spec = session.get_one(Spec, passage.spec_id)
+        spec = db.get_one(Spec, passage.spec_id)
         spec.status = spec_status.get(outcome, "pending")
-        graph_id = session.get_one(Run, passage.run_id).graph_id
-        hooks = session.get_one(Graph, graph_id).hooks or {}
+        graph_id = db.get_one(Run, passage.run_id).graph_id
+        hooks = db.get_one(Graph, graph_id).hooks or {}
     return bool(hooks.get("on_spec_completed"))
 
 
@@ -198,11 +198,11 @@ async def settle_run(
     The summary carries the run's counts and, under ``held_elsewhere``, which of its specs
     another run is still running, so a run that passed specs over says where they went.
     """
-    with open_store().transaction() as session:
-        run = set_run_status(session, run_id, status, blocker)
+    with open_store().transaction() as db:
+        run = set_run_status(db, run_id, status, blocker)
         run.ended_at = utcnow()
         summary = counts.model_dump()
-        held = _held_elsewhere(session, run, _scope(session, run))
+        held = _held_elsewhere(db, run, _scope(db, run))
         if held:
             summary["held_elsewhere"] = list(held.values())
         run.summary = summary
@@ -214,15 +214,15 @@ async def queue_settlement(run_id: str) -> dict[str, Any] | None:
     by another active run, else the blocker naming the members that did not complete
     (DESIGN §6.6). A member another run holds is not this run's failure; the blocker
     names the run that has it."""
-    with open_store().transaction() as session:
-        run = session.get_one(Run, run_id)
-        rows = session.execute(
+    with open_store().transaction() as db:
+        run = db.get_one(Run, run_id)
+        rows = db.execute(
             select(Spec.id, Spec.name, Spec.status)
             .join(QueueMember, QueueMember.spec_id == Spec.id)
             .where(QueueMember.queue_id == run.queue_id)
             .order_by(QueueMember.position)
         ).all()
-        held = _held_elsewhere(session, run, [spec_id for spec_id, _, _ in rows])
+        held = _held_elsewhere(db, run, [spec_id for spec_id, _, _ in rows])
     unfinished = [
         (spec_id, name, status)
         for spec_id, name, status in rows
@@ -242,19 +242,19 @@ async def queue_settlement(run_id: str) -> dict[str, Any] | None:
     return blocker
 
 
-def _scope(session: Session, run: Run) -> list[str]:
+def _scope(db: Session, run: Run) -> list[str]:
     """The specs a run drains: its queue's members, else its graph's bound specs."""
     if run.queue_id is not None:
         query = select(QueueMember.spec_id).where(QueueMember.queue_id == run.queue_id)
     else:
         query = select(GraphSpec.spec_id).where(GraphSpec.graph_id == run.graph_id)
-    return list(session.scalars(query))
+    return list(db.scalars(query))
 
 
-def _held_elsewhere(session: Session, run: Run, spec_ids: list[str]) -> dict[str, str]:
+def _held_elsewhere(db: Session, run: Run, spec_ids: list[str]) -> dict[str, str]:
     """Which of ``spec_ids`` another active run holds (an open passage), each with the line
     that says so: ``spec alpha (spec-…) is being run by run-… of graph build``."""
-    rows = session.execute(
+    rows = db.execute(
         select(RunSpec.spec_id, Spec.name, Run.id, Graph.name)
         .join(Run, Run.id == RunSpec.run_id)
         .join(Graph, Graph.id == Run.graph_id)

@@ -51,9 +51,9 @@ COMMAND_HOOK_TIMEOUT_MINUTES = 60.0
 @activity.defn
 async def fire_hooks(firing: HookFiring) -> list[int]:
     """Run the event's stored hooks in order; the ids of the hook runs run by this attempt."""
-    with open_store().transaction() as session:
+    with open_store().transaction() as db:
         hooks: list[dict[str, Any]] = list(
-            (session.get_one(Graph, firing.graph_id).hooks or {}).get(firing.event, [])
+            (db.get_one(Graph, firing.graph_id).hooks or {}).get(firing.event, [])
         )
     values = marker_values(firing)
     recorded = []
@@ -103,8 +103,8 @@ def marker_values(firing: HookFiring) -> dict[str, str | None]:
 
 def completed_specs(run_id: str) -> str | None:
     """``name: one-line summary`` of each spec this run completed, in completion order."""
-    with open_store().transaction() as session:
-        rows = session.execute(
+    with open_store().transaction() as db:
+        rows = db.execute(
             select(Spec.name, Spec.body)
             .join(RunSpec, RunSpec.spec_id == Spec.id)
             .where(RunSpec.run_id == run_id, RunSpec.outcome == "completed")
@@ -133,8 +133,8 @@ def open_hook_run(
     so the interrupted hook is finished, not dropped and not started twice.
     """
     key = fire_key(firing, index)
-    with open_store().transaction() as session:
-        existing = session.scalar(select(HookRun).where(HookRun.fire_key == key))
+    with open_store().transaction() as db:
+        existing = db.scalar(select(HookRun).where(HookRun.fire_key == key))
         if existing is not None:
             if existing.status == "running":
                 return existing.id, dict(existing.hook_config)
@@ -150,8 +150,8 @@ def open_hook_run(
             fire_key=key,
             started_at=utcnow(),
         )
-        session.add(hook_run)
-        session.flush()
+        db.add(hook_run)
+        db.flush()
         return hook_run.id, hook
 
 
@@ -168,8 +168,8 @@ async def run_and_record(
     except Exception as failure:
         status, output, error = "failed", None, f"{type(failure).__name__}: {failure}"
     log = files.output if files is not None and files.output.exists() else None
-    with open_store().transaction() as session:
-        hook_run = session.get_one(HookRun, hook_run_id)
+    with open_store().transaction() as db:
+        hook_run = db.get_one(HookRun, hook_run_id)
         hook_run.status = status
         hook_run.output = output
         hook_run.error = error

@@ -39,8 +39,8 @@ from canopy.timefmt import utcnow
 
 def node_marker_values(launch: NodeLaunch) -> dict[str, str | None]:
     """Marker values for a node prompt or command: graph, spec, body and its sections."""
-    with open_store().transaction() as session:
-        spec = session.get_one(Spec, launch.spec_id)
+    with open_store().transaction() as db:
+        spec = db.get_one(Spec, launch.spec_id)
         name, body = spec.name, spec.body
     values: dict[str, str | None] = dict(specformat.read_body(body).sections)
     values.update(

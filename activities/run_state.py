@@ -16,8 +16,8 @@ from canopy.store.run_records import reset_graph_record, set_run_status
 
 
 def _set_status(run_id: str, status: str, blocker: dict[str, Any] | None) -> None:
-    with open_store().transaction() as session:
-        set_run_status(session, run_id, status, blocker)
+    with open_store().transaction() as db:
+        set_run_status(db, run_id, status, blocker)
 
 
 @activity.defn
@@ -35,8 +35,8 @@ async def resume_run(run_id: str) -> None:
 @activity.defn
 async def schedule_resume(run_id: str, resume_at: datetime | None) -> None:
     """Record (or clear, ``None``) when a usage-limit wait ends, for ``graph info``."""
-    with open_store().transaction() as session:
-        session.get_one(Run, run_id).scheduled_resume_at = resume_at
+    with open_store().transaction() as db:
+        db.get_one(Run, run_id).scheduled_resume_at = resume_at
 
 
 @activity.defn
@@ -46,28 +46,28 @@ async def reset_run(run_id: str) -> None:
     Only while the run is still active: once the graph is idle the next run may start
     (while this workflow closes), and a retried attempt must not reset that run too.
     """
-    with open_store().transaction() as session:
-        run = session.get_one(Run, run_id)
+    with open_store().transaction() as db:
+        run = db.get_one(Run, run_id)
         if run.status in ACTIVE_RUN_STATUSES:
-            reset_graph_record(session, run.graph_id)
+            reset_graph_record(db, run.graph_id)
 
 
 @activity.defn
 async def allows_dirty_start(graph_id: str) -> bool:
     """The graph's ``allow_dirty_start``, read fresh (it may be edited while paused)."""
-    with open_store().transaction() as session:
-        return session.get_one(Graph, graph_id).allow_dirty_start
+    with open_store().transaction() as db:
+        return db.get_one(Graph, graph_id).allow_dirty_start
 
 
 @activity.defn
 async def spec_for_run(run_id: str, spec_id: str) -> NextSpec:
     """A directed start's spec with its queue group (``continue --spec``)."""
-    with open_store().transaction() as session:
-        run = session.get_one(Run, run_id)
-        spec = session.get_one(Spec, spec_id)
+    with open_store().transaction() as db:
+        run = db.get_one(Run, run_id)
+        spec = db.get_one(Spec, spec_id)
         group = None
         if run.queue_id is not None:
-            member = session.get(QueueMember, (run.queue_id, spec_id))
+            member = db.get(QueueMember, (run.queue_id, spec_id))
             group = member.group if member is not None else None
         return NextSpec(spec_id=spec.id, name=spec.name, group=group)
 
@@ -80,9 +80,9 @@ async def group_session(run_id: str, group: str, node: str, platform: str) -> st
     passage *completed* count, so a failed sibling's session is never reused; and only
     sessions of ``platform``, the only harness that can resume them.
     """
-    with open_store().transaction() as session:
-        queue_id = session.get_one(Run, run_id).queue_id
-        found = session.scalar(
+    with open_store().transaction() as db:
+        queue_id = db.get_one(Run, run_id).queue_id
+        found = db.scalar(
             select(NodeRun.harness_session_id)
             .join(
                 RunSpec, (RunSpec.run_id == NodeRun.run_id) & (RunSpec.spec_id == NodeRun.spec_id)

@@ -37,11 +37,11 @@ def fill_queue(
         )
         for i in range(count)
     ]
-    with store.transaction() as session:
-        session.add(Queue(id=queue_id, name=queue_name, created_at=now))
-        session.add_all(specs)
-        session.flush()
-        session.add_all(
+    with store.transaction() as db:
+        db.add(Queue(id=queue_id, name=queue_name, created_at=now))
+        db.add_all(specs)
+        db.flush()
+        db.add_all(
             QueueMember(queue_id=queue_id, spec_id=spec.id, position=i)
             for i, spec in enumerate(specs)
         )
@@ -53,10 +53,10 @@ def add_sessions(home: Path, count: int) -> None:
     """``count`` live interactive sessions, each with one queued message."""
     store = Store(f"sqlite:///{home / 'canopy.db'}")
     now = utcnow()
-    with store.transaction() as session:
+    with store.transaction() as db:
         for i in range(count):
             session_id = new_id("sess")
-            session.add(
+            db.add(
                 InteractiveSession(
                     id=session_id,
                     name=f"session-{i}",
@@ -69,7 +69,7 @@ def add_sessions(home: Path, count: int) -> None:
                     updated_at=now,
                 )
             )
-            session.add(
+            db.add(
                 Message(
                     id=new_id("msg"),
                     session_id=session_id,

@@ -183,8 +183,8 @@ def node_run_of(store: Store, spec_id: str, status: str | None = None) -> int | 
     query = select(NodeRun.id).where(NodeRun.spec_id == spec_id)
     if status is not None:
         query = query.where(NodeRun.status == status)
-    with store.transaction() as session:
-        return session.scalar(query.order_by(NodeRun.id.desc()))
+    with store.transaction() as db:
+        return db.scalar(query.order_by(NodeRun.id.desc()))
 
 
 def fake_node(name: str, directives: str, **extra: Any) -> dict[str, Any]:

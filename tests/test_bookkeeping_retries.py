@@ -18,8 +18,8 @@ def a_run(store: Store) -> str:
     """A recorded run of a one-node graph (no workflow needed to record node runs)."""
     graph = graphs.graph_create(store, {"name": "g", "nodes": [{"name": "n", "command": "true"}]})
     run_id = new_id("run")
-    with store.transaction() as session:
-        session.add(
+    with store.transaction() as db:
+        db.add(
             Run(
                 id=run_id,
                 graph_id=graph["id"],
@@ -43,8 +43,8 @@ def attempt(activity_id: str, attempt_number: int) -> ActivityEnvironment:
 
 
 def node_runs(store: Store) -> int:
-    with store.transaction() as session:
-        return session.scalar(select(func.count()).select_from(NodeRun)) or 0
+    with store.transaction() as db:
+        return db.scalar(select(func.count()).select_from(NodeRun)) or 0
 
 
 async def test_a_retried_start_node_run_finds_its_row_instead_of_adding_one(

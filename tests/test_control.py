@@ -57,8 +57,8 @@ def force(
     workflow_id: str = "canopy-test-run-1",
 ) -> str | None:
     """Put a graph (and optionally an active run) into a state without running anything."""
-    with store.transaction() as session:
-        row = session.get_one(Graph, graph)
+    with store.transaction() as db:
+        row = db.get_one(Graph, graph)
         row.status, row.blocker = status, blocker
         if run_status is None:
             return None
@@ -72,13 +72,13 @@ def force(
             status=run_status,
             started_at=utcnow(),
         )
-        session.add(run)
+        db.add(run)
         return run.id
 
 
 def set_spec_status(store: Store, spec_id: str, status: str) -> None:
-    with store.transaction() as session:
-        session.get_one(Spec, spec_id).status = status
+    with store.transaction() as db:
+        db.get_one(Spec, spec_id).status = status
 
 
 Command = Callable[[Store, str], Awaitable[dict[str, Any]]]
@@ -397,8 +397,8 @@ async def until(store: Store, graph: str, predicate: Callable[[Graph], bool]) ->
     """Wait until the graph's store row satisfies ``predicate``."""
 
     def satisfied() -> bool:
-        with store.transaction() as session:
-            return predicate(session.get_one(Graph, graph))
+        with store.transaction() as db:
+            return predicate(db.get_one(Graph, graph))
 
     await eventually(satisfied, "the graph", WAIT)
 
@@ -477,8 +477,8 @@ async def test_a_run_that_reports_nothing_in_flight_gets_a_warning_unless_a_resu
         assert (await graphs.graph_get_async(home_store, graph))["consistency_warning"] is None
 
         await handle.signal(StubRun.answer, idle)
-        with home_store.transaction() as session:
-            session.scalars(select(Run)).one().scheduled_resume_at = resume_at
+        with home_store.transaction() as db:
+            db.scalars(select(Run)).one().scheduled_resume_at = resume_at
         info = await graphs.graph_get_async(home_store, graph)
         assert info["consistency_warning"] is None, "the store's scheduled resume counts too"
         assert info["scheduled_resume_at"] == "2031-05-04T03:02:01.000000Z"

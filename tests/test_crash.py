@@ -126,9 +126,9 @@ def implement_commits(repo: Path) -> list[str]:
 
 
 def completed_passages(store: Store, run_id: str) -> list[str]:
-    with store.transaction() as session:
+    with store.transaction() as db:
         return list(
-            session.scalars(
+            db.scalars(
                 select(RunSpec.spec_id)
                 .where(RunSpec.run_id == run_id, RunSpec.outcome == "completed")
                 .order_by(RunSpec.id)
@@ -240,8 +240,8 @@ def effects(path: Path) -> list[str]:
 
 def node_runs_of(store: Store, spec_id: str) -> list[tuple[str, str | None]]:
     """(status, harness session) of each node run of ``spec_id``, oldest first."""
-    with store.transaction() as session:
-        rows = session.execute(
+    with store.transaction() as db:
+        rows = db.execute(
             select(NodeRun.status, NodeRun.harness_session_id)
             .where(NodeRun.spec_id == spec_id)
             .order_by(NodeRun.id)
@@ -306,8 +306,8 @@ async def test_a_server_outage_neither_kills_nor_repeats_a_node(
 
 def hook_runs(store: Store) -> list[tuple[str, str | None]]:
     """(status, error) of every hook run, oldest first."""
-    with store.transaction() as session:
-        rows = session.execute(select(HookRun.status, HookRun.error).order_by(HookRun.id)).all()
+    with store.transaction() as db:
+        rows = db.execute(select(HookRun.status, HookRun.error).order_by(HookRun.id)).all()
     return [(status, error) for status, error in rows]
 
 

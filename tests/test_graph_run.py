@@ -37,8 +37,8 @@ def make_graph(store: Store, repo: Path, nodes: list[dict[str, Any]], **extra: A
 
 def node_trail(store: Store, run_id: str) -> list[tuple[str, str, str]]:
     """(spec, node, status) of every node run, in launch order."""
-    with store.transaction() as session:
-        rows = session.execute(
+    with store.transaction() as db:
+        rows = db.execute(
             select(NodeRun.spec_id, NodeRun.node, NodeRun.status)
             .where(NodeRun.run_id == run_id)
             .order_by(NodeRun.id)
@@ -47,8 +47,8 @@ def node_trail(store: Store, run_id: str) -> list[tuple[str, str, str]]:
 
 
 def outcomes(store: Store, run_id: str) -> list[tuple[str, str | None]]:
-    with store.transaction() as session:
-        rows = session.execute(
+    with store.transaction() as db:
+        rows = db.execute(
             select(RunSpec.spec_id, RunSpec.outcome)
             .where(RunSpec.run_id == run_id)
             .order_by(RunSpec.id)
@@ -165,8 +165,8 @@ async def test_the_launch_guard_refuses_dirty_trees_non_repos_and_second_runs(
     (repo / "scratch.txt").unlink()
     with pytest.raises(Refused, match="is not a git work tree"):
         await runs.graph_run(store, graph, workdir=str(tmp_path))
-    with store.transaction() as session:
-        assert session.scalars(select(Run)).all() == []
+    with store.transaction() as db:
+        assert db.scalars(select(Run)).all() == []
     first = await runs.graph_run(store, graph)
     with pytest.raises(Refused, match=f"already has an active run {first['run_id']}"):
         await runs.graph_run(store, graph)
@@ -220,8 +220,8 @@ async def test_an_absurd_stored_timeout_cannot_wedge_the_run(
 ) -> None:
     (spec,) = make_specs(store, "alpha")
     graph = make_graph(store, repo, [{"name": "check", "command": "true"}], specs=[spec])
-    with store.transaction() as session:  # stored before timeouts were validated
-        row = session.get_one(Graph, graph)
+    with store.transaction() as db:  # stored before timeouts were validated
+        row = db.get_one(Graph, graph)
         row.nodes = [{**row.nodes[0], "timeout_minutes": 1e308}]
     result = await run_and_settle(store, graph)
     assert result["status"] == "completed", result

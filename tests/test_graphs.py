@@ -104,8 +104,8 @@ def insert_run(
     store: Store, graph_id: str, number: int, status: str, queue_id: str | None = None
 ) -> str:
     run_id = f"run-test{number:06d}"
-    with store.transaction() as session:
-        session.add(
+    with store.transaction() as db:
+        db.add(
             Run(
                 id=run_id,
                 graph_id=graph_id,
@@ -122,9 +122,9 @@ def insert_run(
 
 def insert_node_runs(store: Store, run_id: str, launches: list[tuple[str, str, str]]) -> None:
     """Node runs in launch order: (spec id, node, status)."""
-    with store.transaction() as session:
+    with store.transaction() as db:
         for spec_id, node_name, status in launches:
-            session.add(
+            db.add(
                 NodeRun(
                     run_id=run_id,
                     spec_id=spec_id,
@@ -137,16 +137,16 @@ def insert_node_runs(store: Store, run_id: str, launches: list[tuple[str, str, s
                     started_at=utcnow(),
                 )
             )
-            session.flush()
+            db.flush()
 
 
 def insert_run_specs(
     store: Store, run_id: str, passages: list[tuple[str, str | None, str | None]]
 ) -> None:
     """Spec passages in order: (spec id, group, outcome; ``None`` while in progress)."""
-    with store.transaction() as session:
+    with store.transaction() as db:
         for spec_id, group, outcome in passages:
-            session.add(
+            db.add(
                 RunSpec(
                     run_id=run_id,
                     spec_id=spec_id,
@@ -155,7 +155,7 @@ def insert_run_specs(
                     started_at=utcnow(),
                 )
             )
-            session.flush()
+            db.flush()
 
 
 # --------------------------------------------------------------------------- create / get

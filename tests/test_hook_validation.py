@@ -37,8 +37,8 @@ ALL_REMAINING = ["on_spec_completed", "on_blocked", "on_completed", "on_failed"]
 def add_spec(store: Store, spec_id: str, status: str = "pending") -> str:
     """A spec with a chosen id, so prefixes and ambiguity can be set up exactly."""
     now = utcnow()
-    with store.transaction() as session:
-        session.add(
+    with store.transaction() as db:
+        db.add(
             Spec(
                 id=spec_id, name=spec_id, body=body(), status=status, created_at=now, updated_at=now
             )
@@ -47,19 +47,19 @@ def add_spec(store: Store, spec_id: str, status: str = "pending") -> str:
 
 
 def set_status(store: Store, spec_id: str, status: str) -> None:
-    with store.transaction() as session:
-        session.execute(update(Spec).where(Spec.id == spec_id).values(status=status))
+    with store.transaction() as db:
+        db.execute(update(Spec).where(Spec.id == spec_id).values(status=status))
 
 
 def end_run(store: Store, run_id: str) -> None:
-    with store.transaction() as session:
-        session.execute(update(Run).where(Run.id == run_id).values(status="completed"))
+    with store.transaction() as db:
+        db.execute(update(Run).where(Run.id == run_id).values(status="completed"))
 
 
 def stored_hooks(store: Store, graph_id: str) -> dict[str, Any]:
     """The hooks exactly as the firing activity reads them (the graph row's column)."""
-    with store.transaction() as session:
-        return copy.deepcopy(session.get_one(Graph, graph_id).hooks)
+    with store.transaction() as db:
+        return copy.deepcopy(db.get_one(Graph, graph_id).hooks)
 
 
 def queue_of(store: Store, *spec_ids: str) -> str:

@@ -50,8 +50,8 @@ def set_hooks(store: Store, graph: str, hooks: dict[str, list[dict[str, Any]]]) 
 
 
 def hook_runs(store: Store) -> list[HookRun]:
-    with store.transaction() as session:
-        return list(session.scalars(select(HookRun).order_by(HookRun.id)))
+    with store.transaction() as db:
+        return list(db.scalars(select(HookRun).order_by(HookRun.id)))
 
 
 def make_graph(store: Store, repo: Path, nodes: list[dict[str, Any]], **extra: Any) -> str:
@@ -219,8 +219,8 @@ async def test_on_completed_needs_a_completed_spec_and_fires_again_after_reset(
 
 
 def graph_blocker(store: Store, graph: str) -> Any:
-    with store.transaction() as session:
-        return session.get_one(Graph, graph).blocker
+    with store.transaction() as db:
+        return db.get_one(Graph, graph).blocker
 
 
 async def test_on_blocked_fires_once_per_pause_and_hooks_are_read_when_the_event_fires(

@@ -462,9 +462,9 @@ def test_escape_sequences_in_stored_names_print_escaped(world: World) -> None:
     hostile = "\x1b[2J\x1b]0;title\x07[/x]\nnext"
     spec = specs.spec_create(world.store, "placeholder", body("\x1b[2J in the summary"))["id"]
     queue = queues.queue_create(world.store, "placeholder")["id"]
-    with world.store.transaction() as session:
-        session.execute(update(Spec).where(Spec.id == spec).values(name=hostile))
-        session.execute(update(Queue).where(Queue.id == queue).values(name=hostile))
+    with world.store.transaction() as db:
+        db.execute(update(Spec).where(Spec.id == spec).values(name=hostile))
+        db.execute(update(Queue).where(Queue.id == queue).values(name=hostile))
     shown = printable(hostile)
     assert shown == "\\x1b[2J\\x1b]0;title\\x07[/x]\\nnext"
     for args in (

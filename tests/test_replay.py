@@ -100,8 +100,8 @@ async def pass_over(client: Client, store: Store, repo: Path) -> str:
     started = await runs.graph_run(store, graph, queue=queue)
 
     def paused_before_x() -> bool:
-        with store.transaction() as session:
-            blocker = session.get_one(Graph, graph).blocker or {}
+        with store.transaction() as db:
+            blocker = db.get_one(Graph, graph).blocker or {}
         return bool(blocker.get("next_spec", {}).get("id") == x)
 
     await eventually(paused_before_x, "a pause before x")

@@ -45,8 +45,8 @@ def dirty_after(spec_id: str) -> dict[str, Any]:
 
 
 def graph_row(store: Store, graph: str) -> dict[str, Any]:
-    with store.transaction() as session:
-        row = session.get_one(Graph, graph)
+    with store.transaction() as db:
+        row = db.get_one(Graph, graph)
         return {"status": row.status, "blocker": row.blocker, "updated_at": row.updated_at}
 
 

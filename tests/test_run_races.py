@@ -68,9 +68,9 @@ def make_graph(store: Store, name: str, repo: Path, log: Path) -> str:
 
 
 def active_runs(store: Store, graph: str) -> list[str]:
-    with store.transaction() as session:
+    with store.transaction() as db:
         return list(
-            session.scalars(
+            db.scalars(
                 select(Run.id).where(Run.graph_id == graph, Run.status.in_(ACTIVE_RUN_STATUSES))
             )
         )
@@ -188,8 +188,8 @@ async def test_two_graphs_draining_queues_that_share_specs_run_each_spec_once(
 
 def node_runs_by_run(store: Store, run_ids: list[str]) -> dict[str, list[str]]:
     """The specs each run launched a node for, in launch order."""
-    with store.transaction() as session:
-        rows = session.execute(
+    with store.transaction() as db:
+        rows = db.execute(
             select(NodeRun.run_id, NodeRun.spec_id)
             .where(NodeRun.run_id.in_(run_ids))
             .order_by(NodeRun.id)
@@ -201,8 +201,8 @@ def node_runs_by_run(store: Store, run_ids: list[str]) -> dict[str, list[str]]:
 
 
 def run_summary(store: Store, run_id: str) -> dict[str, Any]:
-    with store.transaction() as session:
-        return dict(session.get_one(Run, run_id).summary or {})
+    with store.transaction() as db:
+        return dict(db.get_one(Run, run_id).summary or {})
 
 
 async def lingering_workflow(client: Client, graph: str) -> str:
@@ -244,8 +244,8 @@ async def test_a_start_is_refused_while_the_graphs_workflow_keeps_running(
     serving: Client, store: Store, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     graph = make_graph(store, "build", repo, tmp_path / "executions.txt")
-    with store.transaction() as session:
-        session.get_one(Graph, graph).blocker = {"kind": "spec_failed", "message": "m"}
+    with store.transaction() as db:
+        db.get_one(Graph, graph).blocker = {"kind": "spec_failed", "message": "m"}
     workflow_id = await lingering_workflow(serving, graph)
     monkeypatch.setattr(runs, "CLOSING_WAIT_SECONDS", 0.5)
     before = snapshot(store)
@@ -307,5 +307,5 @@ async def test_a_retried_reset_leaves_the_next_run_alone(store: Store, repo: Pat
     second = runs.prepare_run(store, graph).start.run_id
     await run_state.reset_run(first)  # the first attempt's answer was lost: Temporal retries
     assert active_runs(store, graph) == [second]
-    with store.transaction() as session:
-        assert session.get_one(Graph, graph).status == "running"
+    with store.transaction() as db:
+        assert db.get_one(Graph, graph).status == "running"

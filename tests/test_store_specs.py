@@ -19,8 +19,8 @@ LEGACY_BODY = "# Summary\nOld style\n\n## Goal\nStill readable\n"
 def insert_legacy_spec(store: Store) -> str:
     """A heading-format spec as an older Canopy stored it (writes refuse this format)."""
     now = utcnow()
-    with store.transaction() as session:
-        session.add(
+    with store.transaction() as db:
+        db.add(
             Spec(
                 id="spec-legacy0001",
                 name="old",
@@ -35,8 +35,8 @@ def insert_legacy_spec(store: Store) -> str:
 
 def bind_to_graph(store: Store, spec_id: str) -> str:
     now = utcnow()
-    with store.transaction() as session:
-        session.add(
+    with store.transaction() as db:
+        db.add(
             Graph(
                 id="graph-bound00001",
                 name="g",
@@ -49,8 +49,8 @@ def bind_to_graph(store: Store, spec_id: str) -> str:
                 updated_at=now,
             )
         )
-        session.flush()
-        session.add(GraphSpec(graph_id="graph-bound00001", spec_id=spec_id, position=0))
+        db.flush()
+        db.add(GraphSpec(graph_id="graph-bound00001", spec_id=spec_id, position=0))
     return "graph-bound00001"
 
 
@@ -176,8 +176,8 @@ def test_delete_refuses_a_spec_an_active_run_is_draining(store: Store) -> None:
     queues.queue_add_spec(store, queue["id"], spec["id"])
     other = specs.spec_create(store, "b", body())
     graph_id = bind_to_graph(store, other["id"])
-    with store.transaction() as session:
-        session.add(
+    with store.transaction() as db:
+        db.add(
             Run(
                 id="run-active00001",
                 graph_id=graph_id,

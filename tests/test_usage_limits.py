@@ -23,8 +23,8 @@ TIMEOUT = 60.0
 
 
 def node_runs(store: Store) -> list[tuple[str | None, str]]:
-    with store.transaction() as session:
-        rows = session.execute(select(NodeRun.platform, NodeRun.status).order_by(NodeRun.id))
+    with store.transaction() as db:
+        rows = db.execute(select(NodeRun.platform, NodeRun.status).order_by(NodeRun.id))
         return [(platform, status) for platform, status in rows]
 
 
@@ -42,8 +42,8 @@ async def scheduled_resume(store: Store) -> Any:
     """Wait until the run records a scheduled resume; return it."""
 
     def recorded() -> Any:
-        with store.transaction() as session:
-            return session.scalar(select(Run.scheduled_resume_at))
+        with store.transaction() as db:
+            return db.scalar(select(Run.scheduled_resume_at))
 
     return await eventually(recorded, "the run to schedule a resume", TIMEOUT)
 

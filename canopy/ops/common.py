@@ -12,10 +12,10 @@ if TYPE_CHECKING:
     from canopy.store.queries import Row, Rows
 
 
-def rows_of(session: Session) -> Rows:
-    """Run the shared SQL of :mod:`canopy.store.queries` inside ``session``."""
+def rows_of(db: Session) -> Rows:
+    """Run the shared SQL of :mod:`canopy.store.queries` inside the transaction ``db``."""
 
     def run(sql: str, params: Mapping[str, Any]) -> list[Row]:
-        return [dict(row._mapping) for row in session.execute(text(sql), params)]
+        return [dict(row._mapping) for row in db.execute(text(sql), params)]
 
     return run

@@ -103,9 +103,9 @@ class GraphState:
         return shlex.quote(self.name)
 
 
-def _read(session: Session, graph_id: str) -> GraphState:
-    row = session.get_one(Graph, graph_id)
-    run = session.scalars(
+def _read(db: Session, graph_id: str) -> GraphState:
+    row = db.get_one(Graph, graph_id)
+    run = db.scalars(
         select(Run)
         .where(Run.graph_id == graph_id, Run.status.in_(ACTIVE_RUN_STATUSES))
         .order_by(Run.number.desc())
@@ -121,13 +121,13 @@ def _read(session: Session, graph_id: str) -> GraphState:
     )
 
 
-def _resolve(session: Session, graph: str) -> GraphState:
-    return _read(session, queries.resolve_id(rows_of(session), "graph", graph))
+def _resolve(db: Session, graph: str) -> GraphState:
+    return _read(db, queries.resolve_id(rows_of(db), "graph", graph))
 
 
 def _state_of(store: Store, graph: str) -> GraphState:
-    with store.transaction() as session:
-        return _resolve(session, graph)
+    with store.transaction() as db:
+        return _resolve(db, graph)
 
 
 def _result(
@@ -173,20 +173,20 @@ def _check_node(state: GraphState, node: str) -> None:
         )
 
 
-def _directed_spec(session: Session, state: GraphState, run: ActiveRun, spec: str) -> str:
+def _directed_spec(db: Session, state: GraphState, run: ActiveRun, spec: str) -> str:
     """The full id of ``spec`` (a unique prefix), which must be pending in the run's scope:
     the queue it drains, or the graph's bound specs for a bound-spec run."""
-    spec_id = queries.resolve_id(rows_of(session), "spec", spec)
+    spec_id = queries.resolve_id(rows_of(db), "spec", spec)
     if run.queue_id is not None:
-        in_scope = session.get(QueueMember, (run.queue_id, spec_id)) is not None
-        queue_name = session.scalar(select(Queue.name).where(Queue.id == run.queue_id))
+        in_scope = db.get(QueueMember, (run.queue_id, spec_id)) is not None
+        queue_name = db.scalar(select(Queue.name).where(Queue.id == run.queue_id))
         scope = f"in queue {queue_name}, which run {run.id} drains"
     else:
-        in_scope = session.get(GraphSpec, (state.id, spec_id)) is not None
+        in_scope = db.get(GraphSpec, (state.id, spec_id)) is not None
         scope = f"bound to graph {state.name}"
     if not in_scope:
         raise Refused(f"spec {spec_id} is not {scope}")
-    status = session.get_one(Spec, spec_id).status
+    status = db.get_one(Spec, spec_id).status
     if status != "pending":
         raise Refused(
             f"spec {spec_id} is {status}, not pending; run_from_node starts a pending spec"
@@ -199,8 +199,8 @@ def _continue_request(
 ) -> tuple[GraphState, ContinueRequest]:
     """Validate a continue against the store; the graph and the signal's payload."""
     _check_mode(mode, node, spec)
-    with store.transaction() as session:
-        state = _resolve(session, graph)
+    with store.transaction() as db:
+        state = _resolve(db, graph)
         if state.status != "paused":
             raise Refused(
                 f"graph {state.name} is {state.status}, not paused; "
@@ -209,7 +209,7 @@ def _continue_request(
         run = _require_run(state)
         if node is not None:
             _check_node(state, node)
-        spec_id = _directed_spec(session, state, run, spec) if spec is not None else None
+        spec_id = _directed_spec(db, state, run, spec) if spec is not None else None
     request = ContinueRequest.model_validate({"mode": mode, "node": node, "spec_id": spec_id})
     return state, request
 
@@ -366,8 +366,8 @@ async def _await_store(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     while True:
-        with store.transaction() as session:
-            after = _read(session, before.id)
+        with store.transaction() as db:
+            after = _read(db, before.id)
         if landed(before, after):
             return after, True
         if loop.time() >= deadline:
@@ -442,18 +442,18 @@ async def _recently_polled(client: Client, task_queue: str) -> bool:
 
 def _reset_in_store(store: Store, state: GraphState, note: str | None) -> dict[str, Any]:
     """Reset with no workflow to ask; refused if a run started since ``state`` was read."""
-    with store.transaction() as session:
-        lock_graph(session, state.id)
-        current = _read(session, state.id)
+    with store.transaction() as db:
+        lock_graph(db, state.id)
+        current = _read(db, state.id)
         if current.run != state.run:
             started = current.run.id if current.run is not None else "none"
             raise Refused(
                 f"graph {state.name} changed while resetting (active run now {started}); try again"
             )
-        reset_graph_record(session, state.id)
-        session.flush()
-        session.expire_all()
-        return _result(_read(session, state.id), state.run, None, note)
+        reset_graph_record(db, state.id)
+        db.flush()
+        db.expire_all()
+        return _result(_read(db, state.id), state.run, None, note)
 
 
 # --------------------------------------------------------------------------- consistency

@@ -163,9 +163,9 @@ class GraphInfo(BaseModel):
         return self.model_dump(mode="json", exclude_unset=True)
 
 
-def read_graph_info(session: Session, row: Graph) -> GraphInfo:
+def read_graph_info(db: Session, row: Graph) -> GraphInfo:
     """The graph ``row`` with its run record, as the store has it now."""
-    run_rows = graph_runs(session, row.id)
+    run_rows = graph_runs(db, row.id)
     active = first_active(run_rows)
     runs = [_run_info(run) for run in run_rows]
     return GraphInfo(
@@ -181,12 +181,12 @@ def read_graph_info(session: Session, row: Graph) -> GraphInfo:
             name: [AgentConfig.model_validate(member) for member in members]
             for name, members in row.ensembles.items()
         },
-        specs=bound_specs(session, row.id),
+        specs=bound_specs(db, row.id),
         active_run=_run_info(active) if active is not None else None,
         runs=runs,
-        node_runs=_node_runs(session, runs[0].id) if runs else [],
-        completion_hook_runs=_hook_runs(session, row.id),
-        queue_progress=_queue_progress(session, runs),
+        node_runs=_node_runs(db, runs[0].id) if runs else [],
+        completion_hook_runs=_hook_runs(db, row.id),
+        queue_progress=_queue_progress(db, runs),
         scheduled_resume_at=to_iso(active.scheduled_resume_at) if active else None,
         consistency_warning=None,
         created_at=to_iso(row.created_at),
@@ -194,9 +194,9 @@ def read_graph_info(session: Session, row: Graph) -> GraphInfo:
     )
 
 
-def bound_specs(session: Session, graph_id: str) -> list[BoundSpec]:
+def bound_specs(db: Session, graph_id: str) -> list[BoundSpec]:
     """The specs bound to the graph, in binding order."""
-    result = session.execute(
+    result = db.execute(
         select(Spec.id, Spec.name, Spec.status)
         .join(GraphSpec, GraphSpec.spec_id == Spec.id)
         .where(GraphSpec.graph_id == graph_id)
@@ -205,11 +205,9 @@ def bound_specs(session: Session, graph_id: str) -> list[BoundSpec]:
     return [BoundSpec(id=spec_id, name=name, status=status) for spec_id, name, status in result]
 
 
-def graph_runs(session: Session, graph_id: str) -> list[Run]:
+def graph_runs(db: Session, graph_id: str) -> list[Run]:
     """The graph's runs, newest first."""
-    return list(
-        session.scalars(select(Run).where(Run.graph_id == graph_id).order_by(Run.number.desc()))
-    )
+    return list(db.scalars(select(Run).where(Run.graph_id == graph_id).order_by(Run.number.desc())))
 
 
 def first_active(runs: list[Run]) -> Run | None:
@@ -231,11 +229,9 @@ def _run_info(run: Run) -> RunInfo:
     )
 
 
-def _hook_runs(session: Session, graph_id: str) -> list[HookRunInfo]:
+def _hook_runs(db: Session, graph_id: str) -> list[HookRunInfo]:
     """Every hook run of the graph, oldest first, with the exact config that fired."""
-    hook_runs = session.scalars(
-        select(HookRun).where(HookRun.graph_id == graph_id).order_by(HookRun.id)
-    )
+    hook_runs = db.scalars(select(HookRun).where(HookRun.graph_id == graph_id).order_by(HookRun.id))
     return [
         HookRunInfo(
             id=hook_run.id,
@@ -255,9 +251,9 @@ def _hook_runs(session: Session, graph_id: str) -> list[HookRunInfo]:
     ]
 
 
-def _node_runs(session: Session, run_id: str) -> list[NodeRunInfo]:
+def _node_runs(db: Session, run_id: str) -> list[NodeRunInfo]:
     """One run's node runs in launch order, with the spec's name when it still exists."""
-    result = session.execute(
+    result = db.execute(
         select(NodeRun, Spec.name)
         .outerjoin(Spec, Spec.id == NodeRun.spec_id)
         .where(NodeRun.run_id == run_id)
@@ -283,7 +279,7 @@ def _node_runs(session: Session, run_id: str) -> list[NodeRunInfo]:
     ]
 
 
-def _queue_progress(session: Session, runs: list[RunInfo]) -> QueueProgress | None:
+def _queue_progress(db: Session, runs: list[RunInfo]) -> QueueProgress | None:
     """What the latest queue-driven run did, rebuilt from its ``run_specs`` and ``node_runs``.
 
     One entry per spec in the order the run reached it; a spec that passed through the
@@ -294,7 +290,7 @@ def _queue_progress(session: Session, runs: list[RunInfo]) -> QueueProgress | No
     if run is None or run.queue_id is None:
         return None
     members: dict[str, QueueMemberProgress] = {}
-    passages = session.execute(
+    passages = db.execute(
         select(RunSpec.spec_id, RunSpec.group, RunSpec.outcome, Spec.name)
         .outerjoin(Spec, Spec.id == RunSpec.spec_id)
         .where(RunSpec.run_id == run.id)
@@ -308,7 +304,7 @@ def _queue_progress(session: Session, runs: list[RunInfo]) -> QueueProgress | No
             )
             members[spec_id] = member
         member.group, member.outcome = group, outcome
-    launched = session.execute(
+    launched = db.execute(
         select(NodeRun.spec_id, NodeRun.node).where(NodeRun.run_id == run.id).order_by(NodeRun.id)
     )
     for spec_id, node in launched:
@@ -319,6 +315,6 @@ def _queue_progress(session: Session, runs: list[RunInfo]) -> QueueProgress | No
         run_number=run.number,
         run_status=run.status,
         queue_id=run.queue_id,
-        queue_name=session.scalar(select(Queue.name).where(Queue.id == run.queue_id)),
+        queue_name=db.scalar(select(Queue.name).where(Queue.id == run.queue_id)),
         members=list(members.values()),
     )

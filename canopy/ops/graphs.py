@@ -59,32 +59,32 @@ def graph_create(store: Store, definition: Mapping[str, Any]) -> dict[str, Any]:
     """
     graph = validate_definition(definition)
     now = utcnow()
-    with store.transaction() as session:
+    with store.transaction() as db:
         row = Graph(id=new_id("graph"), status="idle", blocker=None, created_at=now)
         _write_definition(row, graph, now)
-        session.add(row)
-        session.flush()
-        _bind_specs(session, row.id, graph.specs)
-        _resolve_hook_spec_ids(session, row, HOOK_EVENTS)
-        return read_graph_info(session, row).as_json()
+        db.add(row)
+        db.flush()
+        _bind_specs(db, row.id, graph.specs)
+        _resolve_hook_spec_ids(db, row, HOOK_EVENTS)
+        return read_graph_info(db, row).as_json()
 
 
 def graph_list(store: Store) -> list[dict[str, Any]]:
     """Every graph, oldest first, with its status, blocker and counts."""
-    with store.transaction() as session:
+    with store.transaction() as db:
         spec_counts = {
             graph_id: count
-            for graph_id, count in session.execute(
+            for graph_id, count in db.execute(
                 select(GraphSpec.graph_id, func.count()).group_by(GraphSpec.graph_id)
             )
         }
         active = {
             graph_id: run_id
-            for graph_id, run_id in session.execute(
+            for graph_id, run_id in db.execute(
                 select(Run.graph_id, Run.id).where(Run.status.in_(ACTIVE_RUN_STATUSES))
             )
         }
-        graphs = session.scalars(select(Graph).order_by(Graph.created_at, Graph.id))
+        graphs = db.scalars(select(Graph).order_by(Graph.created_at, Graph.id))
         return [
             {
                 "id": graph.id,
@@ -139,8 +139,8 @@ async def graph_get_async(store: Store, graph: str) -> dict[str, Any]:
 
 def _stored_info(store: Store, graph: str) -> GraphInfo:
     """The store's half of ``graph_info``: everything but the consistency warning."""
-    with store.transaction() as session:
-        return read_graph_info(session, _load(session, graph))
+    with store.transaction() as db:
+        return read_graph_info(db, _load(db, graph))
 
 
 def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str, Any]:
@@ -154,52 +154,52 @@ def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str
     """
     if not changes:
         raise Refused("graph edit needs at least one field to change")
-    with store.transaction() as session:
-        row = _load(session, graph, lock=True)
-        merged = {**_definition_of(session, row), **changes}
+    with store.transaction() as db:
+        row = _load(db, graph, lock=True)
+        merged = {**_definition_of(db, row), **changes}
         if isinstance(changes.get("hooks"), Mapping):
             merged["hooks"] = {**row.hooks, **changes["hooks"]}
         checked = validate_definition(merged)
         _write_definition(row, checked, utcnow())
         if "specs" in changes:
-            session.execute(delete(GraphSpec).where(GraphSpec.graph_id == row.id))
-            _bind_specs(session, row.id, checked.specs)
-        _resolve_hook_spec_ids(session, row, edited_events(changes))
-        session.flush()
-        edited = read_graph_info(session, row).as_json()
+            db.execute(delete(GraphSpec).where(GraphSpec.graph_id == row.id))
+            _bind_specs(db, row.id, checked.specs)
+        _resolve_hook_spec_ids(db, row, edited_events(changes))
+        db.flush()
+        edited = read_graph_info(db, row).as_json()
         if edited_events(changes):
-            edited.update(_remaining_hook_events(session, row))
+            edited.update(_remaining_hook_events(db, row))
         return edited
 
 
 def graph_delete(store: Store, graph: str) -> dict[str, Any]:
     """Delete a graph and its run record; its bound specs become standalone again."""
-    with store.transaction() as session:
-        row = _load(session, graph, lock=True)
-        active = first_active(graph_runs(session, row.id))
+    with store.transaction() as db:
+        row = _load(db, graph, lock=True)
+        active = first_active(graph_runs(db, row.id))
         if active is not None:
             raise Refused(
                 f"graph {row.id} has an active run {active.id} ({active.status}); "
                 "stop or reset it before deleting the graph"
             )
-        released = [spec.id for spec in bound_specs(session, row.id)]
-        session.delete(row)
+        released = [spec.id for spec in bound_specs(db, row.id)]
+        db.delete(row)
         return {"id": row.id, "deleted": True, "released_specs": released}
 
 
 # --------------------------------------------------------------------------- writing
 
 
-def _load(session: Session, graph: str, lock: bool = False) -> Graph:
+def _load(db: Session, graph: str, lock: bool = False) -> Graph:
     """The graph ``graph`` names; with ``lock``, after taking its write lock.
 
     Locking before reading makes edits, deletes and run starts of one graph serialise
     (a write lock on SQLite, a row lock on Postgres) instead of working from a stale row.
     """
-    graph_id = queries.resolve_id(rows_of(session), "graph", graph)
+    graph_id = queries.resolve_id(rows_of(db), "graph", graph)
     if lock:
-        lock_graph(session, graph_id)
-    row = session.get(Graph, graph_id)
+        lock_graph(db, graph_id)
+    row = db.get(Graph, graph_id)
     if row is None:
         raise Refused(f"no graph matches {graph!r}")
     return row
@@ -219,7 +219,7 @@ def _write_definition(row: Graph, graph: GraphDefinition, now: datetime) -> None
     row.updated_at = now
 
 
-def _definition_of(session: Session, row: Graph) -> dict[str, Any]:
+def _definition_of(db: Session, row: Graph) -> dict[str, Any]:
     """The stored graph as a definition, the base an edit's changes are merged into."""
     return {
         "name": row.name,
@@ -228,13 +228,13 @@ def _definition_of(session: Session, row: Graph) -> dict[str, Any]:
         "nodes": row.nodes,
         "ensembles": row.ensembles,
         "hooks": row.hooks,
-        "specs": [spec.id for spec in bound_specs(session, row.id)],
+        "specs": [spec.id for spec in bound_specs(db, row.id)],
     }
 
 
-def _bind_specs(session: Session, graph_id: str, refs: list[str]) -> None:
+def _bind_specs(db: Session, graph_id: str, refs: list[str]) -> None:
     """Resolve ``refs`` and bind them in order; refuses duplicates and specs bound elsewhere."""
-    rows = rows_of(session)
+    rows = rows_of(db)
     spec_ids = [queries.resolve_id(rows, "spec", ref) for ref in refs]
     seen: set[str] = set()
     for spec_id in spec_ids:
@@ -243,8 +243,8 @@ def _bind_specs(session: Session, graph_id: str, refs: list[str]) -> None:
         seen.add(spec_id)
     if spec_ids:
         # Lock the specs first so two graphs cannot both bind one spec concurrently.
-        session.execute(update(Spec).where(Spec.id.in_(spec_ids)).values(name=Spec.name))
-    taken = session.execute(
+        db.execute(update(Spec).where(Spec.id.in_(spec_ids)).values(name=Spec.name))
+    taken = db.execute(
         select(GraphSpec.spec_id, Graph.id, Graph.name)
         .join(Graph, Graph.id == GraphSpec.graph_id)
         .where(GraphSpec.spec_id.in_(spec_ids), GraphSpec.graph_id != graph_id)
@@ -256,7 +256,7 @@ def _bind_specs(session: Session, graph_id: str, refs: list[str]) -> None:
             f"spec {spec_id} is already bound to graph {other_id} ({other_name}); "
             "a spec belongs to one graph at most"
         )
-    session.add_all(
+    db.add_all(
         GraphSpec(graph_id=graph_id, spec_id=spec_id, position=position)
         for position, spec_id in enumerate(spec_ids)
     )
@@ -268,7 +268,7 @@ _STILL_TO_COMPLETE = ("pending", "in_progress")
 """Spec statuses that can still reach ``completed`` in the current run."""
 
 
-def _resolve_hook_spec_ids(session: Session, row: Graph, events: Iterable[str]) -> None:
+def _resolve_hook_spec_ids(db: Session, row: Graph, events: Iterable[str]) -> None:
     """Store the ``spec_ids`` of ``events``' hooks as the full ids they name.
 
     Called after the specs are bound, so an edit that rebinds specs and names them in a
@@ -278,17 +278,17 @@ def _resolve_hook_spec_ids(session: Session, row: Graph, events: Iterable[str]) 
     named = [event for event in events if event in row.hooks]
     if not any("spec_ids" in hook for event in named for hook in row.hooks[event]):
         return
-    active = first_active(graph_runs(session, row.id))
-    bound = [spec.id for spec in bound_specs(session, row.id)]
-    row.hooks = resolve_spec_ids(row.hooks, named, bound + _queue_member_ids(session, active))
+    active = first_active(graph_runs(db, row.id))
+    bound = [spec.id for spec in bound_specs(db, row.id)]
+    row.hooks = resolve_spec_ids(row.hooks, named, bound + _queue_member_ids(db, active))
 
 
-def _queue_member_ids(session: Session, run: Run | None) -> list[str]:
+def _queue_member_ids(db: Session, run: Run | None) -> list[str]:
     """The specs of the queue ``run`` drains, in queue order (none without a queue)."""
     if run is None or run.queue_id is None:
         return []
     return list(
-        session.scalars(
+        db.scalars(
             select(QueueMember.spec_id)
             .where(QueueMember.queue_id == run.queue_id)
             .order_by(QueueMember.position)
@@ -296,16 +296,16 @@ def _queue_member_ids(session: Session, run: Run | None) -> list[str]:
     )
 
 
-def _remaining_hook_events(session: Session, row: Graph) -> dict[str, Any]:
+def _remaining_hook_events(db: Session, row: Graph) -> dict[str, Any]:
     """``remaining_events`` and ``hooks_note`` when a run is active, else nothing.
 
     The engine reads the stored hooks as each event fires, so an edit during a run takes
     effect at that run's events still to come; saying which avoids expecting a re-fire.
     """
-    active = first_active(graph_runs(session, row.id))
+    active = first_active(graph_runs(db, row.id))
     if active is None:
         return {}
-    left = _specs_left(session, row.id, active)
+    left = _specs_left(db, row.id, active)
     events = remaining_events(left)
     return {
         "remaining_events": events,
@@ -313,13 +313,13 @@ def _remaining_hook_events(session: Session, row: Graph) -> dict[str, Any]:
     }
 
 
-def _specs_left(session: Session, graph_id: str, run: Run) -> int:
+def _specs_left(db: Session, graph_id: str, run: Run) -> int:
     """How many of ``run``'s specs (its queue's members, else the bound specs) may still
     complete."""
     if run.queue_id is None:
-        bound = bound_specs(session, graph_id)
+        bound = bound_specs(db, graph_id)
         return sum(spec.status in _STILL_TO_COMPLETE for spec in bound)
-    left = session.scalar(
+    left = db.scalar(
         select(func.count())
         .select_from(QueueMember)
         .join(Spec, Spec.id == QueueMember.spec_id)

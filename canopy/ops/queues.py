@@ -25,20 +25,20 @@ from canopy.timefmt import utcnow
 def queue_create(store: Store, name: str) -> dict[str, Any]:
     """An empty queue; names are unique so they can stand in for ids."""
     checked_name = clean_name(name, "queue name")
-    with store.transaction() as session:
-        taken = session.scalar(select(Queue.id).where(Queue.name == checked_name))
+    with store.transaction() as db:
+        taken = db.scalar(select(Queue.id).where(Queue.name == checked_name))
         if taken is not None:
             raise Refused(f"queue name {checked_name!r} is taken by {taken}")
         queue = Queue(id=new_id("queue"), name=checked_name, created_at=utcnow())
-        session.add(queue)
-        session.flush()
-        return queries.queue_listing(rows_of(session), queue.id)
+        db.add(queue)
+        db.flush()
+        return queries.queue_listing(rows_of(db), queue.id)
 
 
 def queue_list(store: Store, queue: str | None = None) -> dict[str, Any]:
     """One queue's members in order, or every queue with its counts."""
-    with store.transaction() as session:
-        rows = rows_of(session)
+    with store.transaction() as db:
+        rows = rows_of(db)
         if queue is None:
             return {"queues": queries.list_queues(rows)}
         return queries.queue_listing(rows, queue)
@@ -47,66 +47,64 @@ def queue_list(store: Store, queue: str | None = None) -> dict[str, Any]:
 def queue_add_spec(store: Store, queue: str, spec: str, group: str | None = None) -> dict[str, Any]:
     """Add a spec: after its group's last pending member when grouped, else at the end."""
     clean_group = _clean_group(group)
-    with store.transaction() as session:
-        queue_id, spec_id = _resolve_pair(session, queue, spec, member=False)
-        members = _lock_and_load(session, queue_id)
+    with store.transaction() as db:
+        queue_id, spec_id = _resolve_pair(db, queue, spec, member=False)
+        members = _lock_and_load(db, queue_id)
         if any(m.spec_id == spec_id for m in members):
             raise Refused(f"spec {spec_id} is already in queue {queue_id}")
         index = grouped_add_index(members, clean_group)
-        session.execute(
+        db.execute(
             update(QueueMember)
             .where(QueueMember.queue_id == queue_id, QueueMember.position >= index)
             .values(position=QueueMember.position + 1)
         )
-        session.add(
-            QueueMember(queue_id=queue_id, spec_id=spec_id, position=index, group=clean_group)
-        )
-        session.flush()
-        return queries.queue_listing(rows_of(session), queue_id)
+        db.add(QueueMember(queue_id=queue_id, spec_id=spec_id, position=index, group=clean_group))
+        db.flush()
+        return queries.queue_listing(rows_of(db), queue_id)
 
 
 def queue_remove_spec(store: Store, queue: str, spec: str) -> dict[str, Any]:
     """Take a spec out of a queue (the spec itself stays in the backlog)."""
-    with store.transaction() as session:
-        queue_id, spec_id = _resolve_pair(session, queue, spec, member=True)
-        _lock_and_load(session, queue_id)
-        remove_member_row(session, queue_id, spec_id)
-        return queries.queue_listing(rows_of(session), queue_id)
+    with store.transaction() as db:
+        queue_id, spec_id = _resolve_pair(db, queue, spec, member=True)
+        _lock_and_load(db, queue_id)
+        remove_member_row(db, queue_id, spec_id)
+        return queries.queue_listing(rows_of(db), queue_id)
 
 
 def queue_reorder(store: Store, queue: str, order: list[str]) -> dict[str, Any]:
     """Replace the queue's order; refused unless it lists every member once, unsplit."""
-    with store.transaction() as session:
-        queue_id = queries.resolve_id(rows_of(session), "queue", queue)
-        members = _lock_and_load(session, queue_id)
+    with store.transaction() as db:
+        queue_id = queries.resolve_id(rows_of(db), "queue", queue)
+        members = _lock_and_load(db, queue_id)
         proposed = [_match_member(members, entry) for entry in order]
-        _write_order(session, queue_id, members, reordered(members, proposed))
-        return queries.queue_listing(rows_of(session), queue_id)
+        _write_order(db, queue_id, members, reordered(members, proposed))
+        return queries.queue_listing(rows_of(db), queue_id)
 
 
 def queue_set_group(store: Store, queue: str, spec: str, group: str | None) -> dict[str, Any]:
     """Set (moving the member next to its group) or clear (``None``) a member's group."""
     clean_group = _clean_group(group)
-    with store.transaction() as session:
-        queue_id, spec_id = _resolve_pair(session, queue, spec, member=True)
-        members = _lock_and_load(session, queue_id)
-        _write_order(session, queue_id, members, regrouped(members, spec_id, clean_group))
-        return queries.queue_listing(rows_of(session), queue_id)
+    with store.transaction() as db:
+        queue_id, spec_id = _resolve_pair(db, queue, spec, member=True)
+        members = _lock_and_load(db, queue_id)
+        _write_order(db, queue_id, members, regrouped(members, spec_id, clean_group))
+        return queries.queue_listing(rows_of(db), queue_id)
 
 
-def remove_member_row(session: Session, queue_id: str, spec_id: str) -> None:
+def remove_member_row(db: Session, queue_id: str, spec_id: str) -> None:
     """Delete one membership and close the gap it leaves in the queue's positions."""
-    position = session.scalar(
+    position = db.scalar(
         select(QueueMember.position).where(
             QueueMember.queue_id == queue_id, QueueMember.spec_id == spec_id
         )
     )
     if position is None:
         raise Refused(f"spec {spec_id} is not in queue {queue_id}")
-    session.execute(
+    db.execute(
         delete(QueueMember).where(QueueMember.queue_id == queue_id, QueueMember.spec_id == spec_id)
     )
-    session.execute(
+    db.execute(
         update(QueueMember)
         .where(QueueMember.queue_id == queue_id, QueueMember.position > position)
         .values(position=QueueMember.position - 1)
@@ -117,20 +115,20 @@ def _clean_group(group: str | None) -> str | None:
     return None if group is None else clean_name(group, "group", GROUP_MAX_LENGTH)
 
 
-def _resolve_pair(session: Session, queue: str, spec: str, member: bool) -> tuple[str, str]:
+def _resolve_pair(db: Session, queue: str, spec: str, member: bool) -> tuple[str, str]:
     """Resolve a queue and a spec; with ``member`` the spec must already be in the queue."""
-    rows = rows_of(session)
+    rows = rows_of(db)
     queue_id = queries.resolve_id(rows, "queue", queue)
     spec_id = queries.resolve_id(rows, "spec", spec)
-    if member and session.get(QueueMember, (queue_id, spec_id)) is None:
+    if member and db.get(QueueMember, (queue_id, spec_id)) is None:
         raise Refused(f"spec {spec_id} is not in queue {queue_id}")
     return queue_id, spec_id
 
 
-def _lock_and_load(session: Session, queue_id: str) -> list[Member]:
+def _lock_and_load(db: Session, queue_id: str) -> list[Member]:
     """Take the queue's write lock, then read its members in order."""
-    session.execute(update(Queue).where(Queue.id == queue_id).values(name=Queue.name))
-    result = session.execute(
+    db.execute(update(Queue).where(Queue.id == queue_id).values(name=Queue.name))
+    result = db.execute(
         select(QueueMember.spec_id, QueueMember.group, Spec.status)
         .join(Spec, Spec.id == QueueMember.spec_id)
         .where(QueueMember.queue_id == queue_id)
@@ -154,14 +152,12 @@ def _match_member(members: list[Member], entry: str) -> str:
     return matches[0] if len(matches) == 1 else (wanted if wanted in matches else entry)
 
 
-def _write_order(
-    session: Session, queue_id: str, before: list[Member], after: list[Member]
-) -> None:
+def _write_order(db: Session, queue_id: str, before: list[Member], after: list[Member]) -> None:
     """Write positions (and groups) for the members whose place or group changed."""
     old = {m.spec_id: (i, m.group) for i, m in enumerate(before)}
     for position, member in enumerate(after):
         if old[member.spec_id] != (position, member.group):
-            session.execute(
+            db.execute(
                 update(QueueMember)
                 .where(QueueMember.queue_id == queue_id, QueueMember.spec_id == member.spec_id)
                 .values(position=position, group=member.group)

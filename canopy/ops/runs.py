@@ -130,12 +130,12 @@ def prepare_run(
 
 def _check_start(store: Store, graph: str, queue: str | None, workdir: str | None) -> CheckedStart:
     """The launch guard (DESIGN §6.1): no active run, a git work tree, clean unless allowed."""
-    with store.transaction() as session:
-        rows = rows_of(session)
+    with store.transaction() as db:
+        rows = rows_of(db)
         graph_id = queries.resolve_id(rows, "graph", graph)
         queue_id = queries.resolve_id(rows, "queue", queue) if queue is not None else None
-        row = session.get_one(Graph, graph_id)
-        _refuse_if_active(session, row)
+        row = db.get_one(Graph, graph_id)
+        _refuse_if_active(db, row)
         run_workdir = normalize_workdir(workdir) if workdir is not None else row.workdir
         name, allow_dirty_start = row.name, row.allow_dirty_start
     if run_workdir is None:
@@ -151,9 +151,9 @@ def _check_start(store: Store, graph: str, queue: str | None, workdir: str | Non
     return CheckedStart(graph_id, name, queue_id, run_workdir)
 
 
-def _refuse_if_active(session: Session, graph: Graph) -> None:
+def _refuse_if_active(db: Session, graph: Graph) -> None:
     """The one-line refusal when the graph already has a running or paused run."""
-    active = session.scalar(
+    active = db.scalar(
         select(Run.id).where(Run.graph_id == graph.id, Run.status.in_(ACTIVE_RUN_STATUSES))
     )
     if active is not None:
@@ -162,11 +162,11 @@ def _refuse_if_active(session: Session, graph: Graph) -> None:
 
 def _record_run(store: Store, checked: CheckedStart) -> PreparedRun:
     """Write the run and mark the graph ``running``, holding the graph's row lock."""
-    with store.transaction() as session:
-        lock_graph(session, checked.graph_id)
-        row = session.get_one(Graph, checked.graph_id)
-        _refuse_if_active(session, row)
-        latest = session.scalar(select(func.max(Run.number)).where(Run.graph_id == row.id))
+    with store.transaction() as db:
+        lock_graph(db, checked.graph_id)
+        row = db.get_one(Graph, checked.graph_id)
+        _refuse_if_active(db, row)
+        latest = db.scalar(select(func.max(Run.number)).where(Run.graph_id == row.id))
         number = 1 + (latest or 0)
         run = Run(
             id=new_id("run"),
@@ -178,7 +178,7 @@ def _record_run(store: Store, checked: CheckedStart) -> PreparedRun:
             status="running",
             started_at=utcnow(),
         )
-        session.add(run)
+        db.add(run)
         prepared = PreparedRun(
             start=RunInput(
                 run_id=run.id,
@@ -195,16 +195,16 @@ def _record_run(store: Store, checked: CheckedStart) -> PreparedRun:
         row.status = "running"
         row.blocker = None
         row.updated_at = utcnow()
-        session.flush()
+        db.flush()
         return prepared
 
 
 def _conflict_refusal(store: Store, checked: CheckedStart, error: IntegrityError) -> Refused:
     """The refusal for a start that lost a race the lock did not settle."""
-    with store.transaction() as session:
-        row = session.get_one(Graph, checked.graph_id)
+    with store.transaction() as db:
+        row = db.get_one(Graph, checked.graph_id)
         try:
-            _refuse_if_active(session, row)
+            _refuse_if_active(db, row)
         except Refused as refusal:
             return refusal
     reason = str(error.orig or error).strip().splitlines()[0]
@@ -213,14 +213,14 @@ def _conflict_refusal(store: Store, checked: CheckedStart, error: IntegrityError
 
 def forget_run(store: Store, prepared: PreparedRun) -> None:
     """Undo :func:`prepare_run` when the workflow could not be started."""
-    with store.transaction() as session:
-        run = session.get_one(Run, prepared.start.run_id)
-        graph = session.get_one(Graph, run.graph_id)
+    with store.transaction() as db:
+        run = db.get_one(Run, prepared.start.run_id)
+        graph = db.get_one(Graph, run.graph_id)
         before = prepared.graph_before
         graph.status = before.status
         graph.blocker = before.blocker
         graph.updated_at = before.updated_at
-        session.delete(run)
+        db.delete(run)
 
 
 async def graph_run(
@@ -338,8 +338,8 @@ async def wait_until_settled(store: Store, graph: str, timeout: float) -> dict[s
     store says completed/failed this also waits for the run's workflow to close: when it
     returns, ``on_completed``/``on_failed`` hooks have run.
     """
-    with store.transaction() as session:
-        graph_id = queries.resolve_id(rows_of(session), "graph", graph)
+    with store.transaction() as db:
+        graph_id = queries.resolve_id(rows_of(db), "graph", graph)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     next_liveness_check = loop.time() + LIVENESS_CHECK_SECONDS
@@ -360,8 +360,8 @@ async def wait_until_settled(store: Store, graph: str, timeout: float) -> dict[s
 
 def _graph_state(store: Store, graph_id: str) -> tuple[str, dict[str, Any] | None, str]:
     """The graph's status, blocker and name, read fresh."""
-    with store.transaction() as session:
-        row = session.get_one(Graph, graph_id)
+    with store.transaction() as db:
+        row = db.get_one(Graph, graph_id)
         return row.status, row.blocker, row.name
 
 
@@ -379,8 +379,8 @@ async def _refuse_if_workflow_gone(store: Store, graph_id: str) -> None:
 
 def _latest_workflow_id(store: Store, graph_id: str) -> str | None:
     """The workflow id of the graph's latest run, if it has run."""
-    with store.transaction() as session:
-        return session.scalar(
+    with store.transaction() as db:
+        return db.scalar(
             select(Run.workflow_id).where(Run.graph_id == graph_id).order_by(Run.number.desc())
         )
 

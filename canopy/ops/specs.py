@@ -25,14 +25,14 @@ def spec_list(
     """Specs in creation order, filtered by workdir tag and/or status."""
     wanted_workdir = normalize_workdir(workdir) if workdir is not None else None
     wanted_status = check_spec_status(status) if status is not None else None
-    with store.transaction() as session:
-        return queries.list_specs(rows_of(session), wanted_workdir, wanted_status)
+    with store.transaction() as db:
+        return queries.list_specs(rows_of(db), wanted_workdir, wanted_status)
 
 
 def spec_get(store: Store, spec: str) -> dict[str, Any]:
     """One spec with its full body, parsed sections and where it is used."""
-    with store.transaction() as session:
-        return _spec_json(session, _load(session, spec))
+    with store.transaction() as db:
+        return _spec_json(db, _load(db, spec))
 
 
 def spec_create(store: Store, name: str, body: str, workdir: str | None = None) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def spec_create(store: Store, name: str, body: str, workdir: str | None = None) 
     specformat.validate_for_write(body)
     tag = normalize_workdir(workdir) if workdir is not None else None
     now = utcnow()
-    with store.transaction() as session:
+    with store.transaction() as db:
         spec = Spec(
             id=new_id("spec"),
             name=checked_name,
@@ -51,9 +51,9 @@ def spec_create(store: Store, name: str, body: str, workdir: str | None = None) 
             created_at=now,
             updated_at=now,
         )
-        session.add(spec)
-        session.flush()
-        return _spec_json(session, spec)
+        db.add(spec)
+        db.flush()
+        return _spec_json(db, spec)
 
 
 def spec_update(
@@ -73,8 +73,8 @@ def spec_update(
     if body is not None:
         specformat.validate_for_write(body)
     tag = normalize_workdir(workdir) if workdir is not None else None
-    with store.transaction() as session:
-        row = _load(session, spec)
+    with store.transaction() as db:
+        row = _load(db, spec)
         if checked_name is not None:
             row.name = checked_name
         if body is not None:
@@ -82,8 +82,8 @@ def spec_update(
         if tag is not None or clear_workdir:
             row.workdir = tag
         row.updated_at = utcnow()
-        session.flush()
-        return _spec_json(session, row)
+        db.flush()
+        return _spec_json(db, row)
 
 
 def spec_delete(store: Store, spec: str) -> dict[str, Any]:
@@ -91,20 +91,20 @@ def spec_delete(store: Store, spec: str) -> dict[str, Any]:
 
     Refused for a spec bound to a graph and for one an active run is draining.
     """
-    with store.transaction() as session:
-        row = _load(session, spec)
-        _refuse_if_bound(session, row, "delete")
+    with store.transaction() as db:
+        row = _load(db, spec)
+        _refuse_if_bound(db, row, "delete")
         _refuse_if_in_progress(row)
-        active = _active_runs_draining(session, row.id)
+        active = _active_runs_draining(db, row.id)
         if active:
             raise Refused(
                 f"spec {row.id} cannot be deleted: active run {', '.join(active)} is draining "
                 "a queue it belongs to"
             )
-        queue_ids = _queue_ids_of(session, row.id)
+        queue_ids = _queue_ids_of(db, row.id)
         for queue_id in queue_ids:
-            remove_member_row(session, queue_id, row.id)
-        session.delete(row)
+            remove_member_row(db, queue_id, row.id)
+        db.delete(row)
         return {"id": row.id, "deleted": True, "removed_from_queues": queue_ids}
 
 
@@ -114,35 +114,35 @@ def spec_set_status(store: Store, spec: str, action: str) -> dict[str, Any]:
         raise Refused(
             f"unknown set_status action {action!r}; one of {', '.join(SET_STATUS_ACTIONS)}"
         )
-    with store.transaction() as session:
-        row = _load(session, spec)
-        _refuse_if_bound(session, row, action)
+    with store.transaction() as db:
+        row = _load(db, spec)
+        _refuse_if_bound(db, row, action)
         _refuse_if_in_progress(row)
         row.status = SET_STATUS_ACTIONS[action]
         row.updated_at = utcnow()
-        session.flush()
-        return _spec_json(session, row)
+        db.flush()
+        return _spec_json(db, row)
 
 
 def spec_section(store: Store, spec: str, section: str) -> dict[str, Any]:
     """One canonical section of a spec body, as markdown."""
-    with store.transaction() as session:
-        row = _load(session, spec)
+    with store.transaction() as db:
+        row = _load(db, spec)
         markdown = specformat.section(row.body, section)
         return {"id": row.id, "section": specformat.section_name(section), "markdown": markdown}
 
 
-def _load(session: Session, spec: str) -> Spec:
-    spec_id = queries.resolve_id(rows_of(session), "spec", spec)
-    row = session.get(Spec, spec_id)
+def _load(db: Session, spec: str) -> Spec:
+    spec_id = queries.resolve_id(rows_of(db), "spec", spec)
+    row = db.get(Spec, spec_id)
     if row is None:
         raise Refused(f"no spec matches {spec!r}")
     return row
 
 
-def _bound_graphs(session: Session, spec_id: str) -> list[str]:
+def _bound_graphs(db: Session, spec_id: str) -> list[str]:
     return list(
-        session.scalars(
+        db.scalars(
             select(Graph.id)
             .join(GraphSpec, GraphSpec.graph_id == Graph.id)
             .where(GraphSpec.spec_id == spec_id)
@@ -150,8 +150,8 @@ def _bound_graphs(session: Session, spec_id: str) -> list[str]:
     )
 
 
-def _refuse_if_bound(session: Session, spec: Spec, verb: str) -> None:
-    graphs = _bound_graphs(session, spec.id)
+def _refuse_if_bound(db: Session, spec: Spec, verb: str) -> None:
+    graphs = _bound_graphs(db, spec.id)
     if graphs:
         raise Refused(
             f"spec {spec.id} is bound to graph {', '.join(graphs)}; "
@@ -164,9 +164,9 @@ def _refuse_if_in_progress(spec: Spec) -> None:
         raise Refused(f"spec {spec.id} is in_progress in a run; stop or reset the run first")
 
 
-def _queue_ids_of(session: Session, spec_id: str) -> list[str]:
+def _queue_ids_of(db: Session, spec_id: str) -> list[str]:
     return list(
-        session.scalars(
+        db.scalars(
             select(QueueMember.queue_id)
             .where(QueueMember.spec_id == spec_id)
             .order_by(QueueMember.queue_id)
@@ -174,9 +174,9 @@ def _queue_ids_of(session: Session, spec_id: str) -> list[str]:
     )
 
 
-def _active_runs_draining(session: Session, spec_id: str) -> list[str]:
+def _active_runs_draining(db: Session, spec_id: str) -> list[str]:
     return list(
-        session.scalars(
+        db.scalars(
             select(Run.id)
             .join(QueueMember, QueueMember.queue_id == Run.queue_id)
             .where(QueueMember.spec_id == spec_id, Run.status.in_(ACTIVE_RUN_STATUSES))
@@ -184,9 +184,9 @@ def _active_runs_draining(session: Session, spec_id: str) -> list[str]:
     )
 
 
-def _spec_json(session: Session, spec: Spec) -> dict[str, Any]:
+def _spec_json(db: Session, spec: Spec) -> dict[str, Any]:
     parsed = specformat.read_body(spec.body)
-    memberships = session.execute(
+    memberships = db.execute(
         select(Queue.id, Queue.name)
         .join(QueueMember, QueueMember.queue_id == Queue.id)
         .where(QueueMember.spec_id == spec.id)
@@ -201,7 +201,7 @@ def _spec_json(session: Session, spec: Spec) -> dict[str, Any]:
         "needs_conversion": parsed.needs_conversion,
         "sections": parsed.sections,
         "body": spec.body,
-        "graphs": _bound_graphs(session, spec.id),
+        "graphs": _bound_graphs(db, spec.id),
         "queues": [{"id": queue_id, "name": name} for queue_id, name in memberships],
         "created_at": to_iso(spec.created_at),
         "updated_at": to_iso(spec.updated_at),

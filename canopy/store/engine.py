@@ -80,8 +80,8 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[Session]:
         """One operation's transaction: commit on success, roll back on any error."""
-        with self._sessions() as session, session.begin():
-            yield session
+        with self._sessions() as db, db.begin():
+            yield db
 
     def close(self) -> None:
         """Release pooled connections (tests open many stores)."""

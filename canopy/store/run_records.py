@@ -10,31 +10,29 @@ from canopy.store.models import Graph, GraphSpec, NodeRun, Run, RunSpec, Spec
 from canopy.timefmt import utcnow
 
 
-def lock_graph(session: Session, graph_id: str) -> None:
+def lock_graph(db: Session, graph_id: str) -> None:
     """Take the graph row's write lock for the rest of the transaction.
 
     A write lock on SQLite, a row lock on Postgres: transactions that start, edit, delete
     or reset one graph then run one after the other, each reading what the previous one
     committed, instead of deciding from a stale read.
     """
-    session.execute(update(Graph).where(Graph.id == graph_id).values(name=Graph.name))
+    db.execute(update(Graph).where(Graph.id == graph_id).values(name=Graph.name))
 
 
-def set_run_status(
-    session: Session, run_id: str, status: str, blocker: dict[str, Any] | None
-) -> Run:
+def set_run_status(db: Session, run_id: str, status: str, blocker: dict[str, Any] | None) -> Run:
     """The run and its graph in ``status`` together, the graph with ``blocker`` (or none):
     what pausing, resuming and settling a run all write."""
-    run = session.get_one(Run, run_id)
+    run = db.get_one(Run, run_id)
     run.status = status
-    graph = session.get_one(Graph, run.graph_id)
+    graph = db.get_one(Graph, run.graph_id)
     graph.status = status
     graph.blocker = blocker
     graph.updated_at = utcnow()
     return run
 
 
-def reset_graph_record(session: Session, graph_id: str) -> None:
+def reset_graph_record(db: Session, graph_id: str) -> None:
     """The store side of a reset: graph ``idle``, blocker cleared, bound specs ``pending``.
 
     A run still marked active (its workflow gone) ends as ``reset``; its open spec
@@ -43,7 +41,7 @@ def reset_graph_record(session: Session, graph_id: str) -> None:
     """
     now = utcnow()
     run_ids = select(Run.id).where(Run.graph_id == graph_id)
-    session.execute(
+    db.execute(
         update(Run)
         .where(Run.graph_id == graph_id, Run.status.in_(ACTIVE_RUN_STATUSES))
         .values(status="reset", ended_at=now, scheduled_resume_at=None)
@@ -51,24 +49,24 @@ def reset_graph_record(session: Session, graph_id: str) -> None:
     open_passages = select(RunSpec.spec_id).where(
         RunSpec.run_id.in_(run_ids), RunSpec.outcome.is_(None)
     )
-    session.execute(
+    db.execute(
         update(Spec)
         .where(Spec.id.in_(open_passages), Spec.status == "in_progress")
         .values(status="pending", updated_at=now)
     )
-    session.execute(
+    db.execute(
         update(RunSpec)
         .where(RunSpec.run_id.in_(run_ids), RunSpec.outcome.is_(None))
         .values(outcome="interrupted", ended_at=now)
     )
-    session.execute(
+    db.execute(
         update(NodeRun)
         .where(NodeRun.run_id.in_(run_ids), NodeRun.status == "running")
         .values(status="interrupted", ended_at=now)
     )
     bound = select(GraphSpec.spec_id).where(GraphSpec.graph_id == graph_id)
-    session.execute(update(Spec).where(Spec.id.in_(bound)).values(status="pending", updated_at=now))
-    session.execute(
+    db.execute(update(Spec).where(Spec.id.in_(bound)).values(status="pending", updated_at=now))
+    db.execute(
         update(Graph)
         .where(Graph.id == graph_id)
         .values(status="idle", blocker=None, updated_at=now)
