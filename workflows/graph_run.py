@@ -55,20 +55,22 @@ NODE_RETRY = RetryPolicy(
 
 @dataclass
 class Plan:
-    """What to do with the next spec: run it (from ``node``, resuming ``session``) or skip
-    it. ``spec`` ``None`` means: read the next spec fresh from the store."""
+    """What to do with the next spec: run it (from ``node``, resuming ``harness_session``)
+    or skip it. ``spec`` ``None`` means: read the next spec fresh from the store."""
 
     spec: NextSpec | None = None
     node: str | None = None
-    session: "Session | None" = None
+    harness_session: "HarnessSession | None" = None
     skip: bool = False
     guarded: bool = True
     """Whether the dirty-tree guard still has to pass (a directed start skips it)."""
 
 
 @dataclass(frozen=True)
-class Session:
-    """A harness session and the platform that owns it (only that platform can resume it)."""
+class HarnessSession:
+    """The harness's own conversation (its session id, e.g. Claude Code's ``session_id``)
+    and the platform that owns it: only that platform can resume it. Not an interactive
+    session of Canopy's."""
 
     id: str
     platform: str
@@ -84,7 +86,7 @@ class SpecEnd:
 
     outcome: str
     node: str | None = None
-    session: Session | None = None
+    harness_session: HarnessSession | None = None
     resume_at: datetime | None = None
 
 
@@ -152,7 +154,7 @@ class GraphRun:
             if plan.skip:
                 end = await self._skip(start, spec)
             else:
-                end = await self._run_spec(start, spec, plan.node, plan.session)
+                end = await self._run_spec(start, spec, plan.node, plan.harness_session)
             if end.outcome == TAKEN:
                 plan = Plan()
                 continue
@@ -187,7 +189,7 @@ class GraphRun:
         if end.outcome == "limit_blocked":
             assert end.resume_at is not None
             if not await self._wait_out_limit(start, end.resume_at):
-                return Plan(spec=spec, node=end.node, session=end.session)
+                return Plan(spec=spec, node=end.node, harness_session=end.harness_session)
         if end.outcome in ("interrupted", "limit_blocked") and not self._reset_requested:
             await self._park(start, blockers.stopped(start.graph_name, spec, end.node))
             return await self._wait_for_continue(start, spec, None)
@@ -206,9 +208,11 @@ class GraphRun:
             return plan
         blocker = await self._guard(start, upcoming)
         if blocker is None:
-            return Plan(spec=upcoming, node=plan.node, session=plan.session, guarded=False)
+            return Plan(
+                spec=upcoming, node=plan.node, harness_session=plan.harness_session, guarded=False
+            )
         await self._park(start, blocker)
-        return await self._wait_for_continue(start, upcoming, plan.node, plan.session)
+        return await self._wait_for_continue(start, upcoming, plan.node, plan.harness_session)
 
     async def _guard(self, start: RunInput, upcoming: NextSpec) -> dict[str, Any] | None:
         """The dirty-tree blocker for ``upcoming``, or ``None`` when the run may go on."""
@@ -252,7 +256,7 @@ class GraphRun:
         start: RunInput,
         upcoming: NextSpec,
         node: str | None,
-        session: Session | None = None,
+        harness_session: HarnessSession | None = None,
     ) -> Plan:
         """Wait for ``continue_run`` (or ``reset``) and turn it into a plan."""
         while True:
@@ -270,8 +274,13 @@ class GraphRun:
                     spec = await self._bookkeeping(
                         run_state.spec_for_run, start.run_id, request.spec_id
                     )
-                    session = None
-                plan = Plan(spec=spec, node=request.node or node, session=session, guarded=False)
+                    harness_session = None
+                plan = Plan(
+                    spec=spec,
+                    node=request.node or node,
+                    harness_session=harness_session,
+                    guarded=False,
+                )
             elif request.mode == "skip_next_spec":
                 plan = Plan(spec=None, skip=True, guarded=False)
             else:
@@ -279,7 +288,9 @@ class GraphRun:
                 if blocker is not None:
                     await self._park(start, blocker)
                     continue
-                plan = Plan(spec=upcoming, node=node, session=session, guarded=False)
+                plan = Plan(
+                    spec=upcoming, node=node, harness_session=harness_session, guarded=False
+                )
             self._status.waiting_for = None
             self._parked = False
             await self._bookkeeping(run_state.resume_run, start.run_id)
@@ -313,7 +324,11 @@ class GraphRun:
         return SpecEnd("skipped")
 
     async def _run_spec(
-        self, start: RunInput, spec: NextSpec, first_node: str | None, session: Session | None
+        self,
+        start: RunInput,
+        spec: NextSpec,
+        first_node: str | None,
+        harness_session: HarnessSession | None,
     ) -> SpecEnd:
         """Walk the nodes for one spec from ``first_node``; how the passage ended."""
         self._show(spec, None)
@@ -333,10 +348,10 @@ class GraphRun:
             if visits[step.name] > step.max_visits:
                 end = SpecEnd("failed", step.name)
                 break
-            result = await self._launch_step(start, spec, step, visits[step.name], session)
-            session = None
+            result = await self._launch_step(start, spec, step, visits[step.name], harness_session)
+            harness_session = None
             produced = (
-                Session(result.harness_session_id, result.platform)
+                HarnessSession(result.harness_session_id, result.platform)
                 if result.harness_session_id and result.platform
                 else None
             )
@@ -374,7 +389,7 @@ class GraphRun:
         spec: NextSpec,
         step: NodeStep,
         visit: int,
-        session: Session | None,
+        harness_session: HarnessSession | None,
     ) -> NodeResult:
         """Run a node; an ensemble fails over to its next member on a usage limit.
 
@@ -395,7 +410,7 @@ class GraphRun:
             until = self._limited_until.get(platform)
             if ensemble and until is not None and until > workflow.now():
                 continue
-            resume = await self._resume_for(start, spec, step, platform, session)
+            resume = await self._resume_for(start, spec, step, platform, harness_session)
             result = await self._run_node(
                 start, spec, step, visit, resume, index if ensemble else None
             )
@@ -416,13 +431,13 @@ class GraphRun:
         spec: NextSpec,
         step: NodeStep,
         platform: str,
-        session: Session | None,
+        harness_session: HarnessSession | None,
     ) -> str | None:
-        """The session a launch on ``platform`` resumes: the one handed over (a re-run
+        """The harness session a launch on ``platform`` resumes: the one handed over (a re-run
         after a usage limit), else for a grouped spec the one its last completed sibling
         left at this node (DESIGN §6.9); ungrouped specs start cold."""
-        if session is not None:
-            return session.id if session.platform == platform else None
+        if harness_session is not None:
+            return harness_session.id if harness_session.platform == platform else None
         if spec.group is None or start.queue_id is None:
             return None
         found: str | None = await self._bookkeeping(
