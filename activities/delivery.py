@@ -23,7 +23,7 @@ from canopy.contracts.session_delivery import DeliveryOutcome, DeliveryStatus, N
 from canopy.errors import Refused
 from canopy.ops.notifications import notify
 from canopy.ops.sessions import LIVE, SESSION_NOT_FOUND, message_json
-from canopy.paths import canopy_home, inside
+from canopy.paths import session_path
 from canopy.platforms import Platform, clamp_reset, get_platform
 from canopy.sessions.transcripts import append_turn
 from canopy.store.engine import open_store
@@ -138,11 +138,7 @@ def begin_delivery(message_id: str) -> TurnPlan | DeliveryOutcome:
             message.attempts += 1
             message.status, message.retry_at = "delivering", None
         assert target is not None
-        files = ProcessFiles(
-            inside(
-                canopy_home(), "sessions", target.id, "turns", f"{message.id}-{message.attempts}"
-            )
-        )
+        files = ProcessFiles(session_path(target.id, "turns", f"{message.id}-{message.attempts}"))
         message.log_path = str(files.output)
         return TurnPlan(
             message_id=message.id,

@@ -38,7 +38,7 @@ from canopy.graphs.hooks import SPEC_EVENTS
 from canopy.graphs.model import AgentHook, CommandHook, InteractiveHook, stored_hook
 from canopy.ops.session_wake import wake_session
 from canopy.ops.sessions import enqueue_hook_message
-from canopy.paths import canopy_home, inside
+from canopy.paths import run_log_dir
 from canopy.platforms import get_platform
 from canopy.store.engine import open_store
 from canopy.store.models import Graph, HookRun, Message, RunSpec, Spec
@@ -179,9 +179,7 @@ async def run_and_record(
 
 def hook_files(run_id: str, hook_run_id: int) -> ProcessFiles:
     """``<data dir>/logs/runs/<run>/hooks/<hook run id>/``: ids only."""
-    return ProcessFiles(
-        inside(canopy_home(), "logs", "runs", run_id, "hooks", f"{hook_run_id:06d}")
-    )
+    return ProcessFiles(run_log_dir(run_id, "hooks", hook_run_id))
 
 
 async def run_hook(

@@ -30,7 +30,7 @@ from canopy.contracts.graph_run import NodeLaunch, NodeResult
 from canopy.errors import Refused
 from canopy.graphs import markers
 from canopy.graphs.model import AgentNode, CommandNode, EnsembleNode
-from canopy.paths import canopy_home, inside
+from canopy.paths import run_log_dir
 from canopy.platforms import Platform, clamp_reset, get_platform
 from canopy.store.engine import open_store
 from canopy.store.models import Spec
@@ -56,9 +56,7 @@ def node_marker_values(launch: NodeLaunch) -> dict[str, str | None]:
 
 def node_files(launch: NodeLaunch) -> ProcessFiles:
     """``<data dir>/logs/runs/<run>/nodes/<node run id>/``: ids only, never a node's name."""
-    return ProcessFiles(
-        inside(canopy_home(), "logs", "runs", launch.run_id, "nodes", f"{launch.node_run_id:06d}")
-    )
+    return ProcessFiles(run_log_dir(launch.run_id, "nodes", launch.node_run_id))
 
 
 @activity.defn

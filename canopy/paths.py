@@ -7,7 +7,7 @@ pathlib and platformdirs load when something asks for them.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,6 +53,18 @@ def inside(base: Path, *parts: str) -> Path:
     if not (target == root or target.is_relative_to(root)) or ".." in Path(*parts).parts:
         raise Refused(f"refusing path {joined}: it leaves {base}")
     return joined
+
+
+def run_log_dir(run_id: str, kind: Literal["nodes", "hooks"], record_id: int) -> Path:
+    """``<data dir>/logs/runs/<run>/<kind>/<record id>/``: where one node run's or hook
+    run's process keeps its lock, exit status and ``output.log``. Built from ids only,
+    never from a node's or hook's name."""
+    return inside(canopy_home(), "logs", "runs", run_id, kind, f"{record_id:06d}")
+
+
+def session_path(session_id: str, *parts: str) -> Path:
+    """``<data dir>/sessions/<session id>/…``: a session's transcript and its turns."""
+    return inside(canopy_home(), "sessions", session_id, *parts)
 
 
 def sqlite_path() -> str:

@@ -27,7 +27,7 @@ from canopy.limits import (
 )
 from canopy.ops.common import rows_of
 from canopy.ops.notifications import notify
-from canopy.paths import canopy_home, inside
+from canopy.paths import session_path
 from canopy.platforms import get_platform
 from canopy.sessions.names import generated_name
 from canopy.store import queries
@@ -408,7 +408,7 @@ def _create(
             host=temporal_client.this_host(),
             harness_conversation_id=conversation_id,
             status=LIVE,
-            transcript_path=str(inside(canopy_home(), "sessions", session_id, "transcript.jsonl")),
+            transcript_path=str(session_path(session_id, "transcript.jsonl")),
             created_at=now,
             updated_at=now,
         )
