@@ -39,8 +39,8 @@ with workflow.unsafe.imports_passed_through():
     from canopy.graphs.hooks import HookEvent
     from canopy.graphs.model import AgentConfig, AgentNode, CommandNode, EnsembleNode
     from canopy.workflows import blockers
+    from canopy.workflows.timeouts import BOOKKEEPING_TIMEOUT
 
-BOOKKEEPING_TIMEOUT = timedelta(minutes=1)
 GIT_TIMEOUT = timedelta(minutes=2)
 DEFAULT_NODE_TIMEOUT_MINUTES = 24 * 60
 """Activity deadline for a node without ``timeout_minutes`` (the node itself runs unbounded)."""

@@ -23,8 +23,8 @@ with workflow.unsafe.imports_passed_through():
         NextMessage,
         SessionDeliveryInput,
     )
+    from canopy.workflows.timeouts import BOOKKEEPING_TIMEOUT
 
-BOOKKEEPING_TIMEOUT = timedelta(minutes=1)
 TURN_TIMEOUT = timedelta(hours=24)
 """Activity deadline of one turn; the turn's own limit is enforced inside the activity."""
 TURN_RETRY = RetryPolicy(
