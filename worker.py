@@ -1,9 +1,9 @@
 """The Canopy daemon: hosts Canopy's workflows and activities on Temporal (DESIGN §2, §3).
 
 One process runs two Temporal workers side by side: one on the shared main task queue
-(workflows, store and hook bookkeeping) and one on this host's agents task queue (agent,
-command and git activities, which must run where the workdir is). SIGTERM or SIGINT shut
-both down gracefully, letting in-flight activities finish for a bounded time, and the
+(workflows, store bookkeeping) and one on this host's agents task queue (agent, command,
+hook, session turn and git activities, which must run where the workdir is). SIGTERM or
+SIGINT shut both down gracefully, letting in-flight activities finish for a bounded time, and the
 process exits 0. Logs go to stdout (``canopy up`` redirects them to ``logs/worker.log``).
 
 Run it as ``python worker.py``, ``python -m canopy.worker`` or ``canopy worker``.
@@ -42,7 +42,7 @@ MAIN_ACTIVITIES: Sequence[Callable[..., Any]] = (
     *run_state.ALL,
     *delivery.ALL_MAIN,
 )
-"""Host-independent activities (store writes, hook bookkeeping), on the main task queue."""
+"""Host-independent activities (store reads and writes), on the main task queue."""
 
 AGENT_ACTIVITIES: Sequence[Callable[..., Any]] = (
     ping,

@@ -1,2 +1,2 @@
-"""Front ends: the ``canopy`` CLI (and later the MCP server and TUI). They parse, call an
-operation in :mod:`canopy`, and print; no rule lives here."""
+"""Front ends: the ``canopy`` CLI and the MCP server. They parse, call an operation in
+:mod:`canopy.ops`, and print; no rule lives here."""

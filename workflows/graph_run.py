@@ -7,7 +7,7 @@ agents task queue of the host holding the workdir; bookkeeping runs on the main 
 
 Between specs the dirty-tree guard runs; a dirty tree, a ``pause`` or a ``stop`` parks
 the run (graph ``paused`` with a blocker) until a ``continue_run`` signal says how to go
-on. A usage limit parks it on a durable timer instead (graph stays ``running``).
+on. A usage limit waits on a durable timer instead (graph stays ``running``).
 
 A spec that another run claimed first (two graphs draining queues that share it) is
 passed over: the run goes back through the spec boundary to the next spec.

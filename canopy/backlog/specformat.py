@@ -12,7 +12,7 @@ with one line naming the offending tag. Older heading-format bodies (``## Goal``
 remain readable so existing specs keep working, but they report ``needs_conversion``
 and cannot be written anew.
 
-This module is on the CLI's fast path, so it is stdlib-only and cheap to import.
+It is stdlib-only and cheap to import: the CLI's spec commands load it on every call.
 """
 
 from __future__ import annotations

@@ -19,10 +19,10 @@ DEFAULT_ADDRESS = "127.0.0.1:7233"
 DEFAULT_NAMESPACE = "default"
 
 MAIN_TASK_QUEUE = "canopy"
-"""Shared queue: workflows plus store and hook bookkeeping activities (any worker may serve)."""
+"""Shared queue: workflows plus store bookkeeping activities (any worker may serve)."""
 
 AGENTS_TASK_QUEUE_PREFIX = "canopy-agents@"
-"""Per-host queue prefix: agent, command and git activities must run where the workdir is."""
+"""Per-host queue prefix: agent, command, hook and git activities run where the workdir is."""
 
 
 def this_host() -> str:

@@ -67,7 +67,7 @@ def worker_status() -> dict[str, Any]:
 
 
 def _spawn_worker() -> int:
-    """Start ``python -m worker`` detached, logging to the worker log; record its pid."""
+    """Start ``python -m canopy.worker`` detached, logging to the worker log; record its pid."""
     with log_file().open("ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", WORKER_MODULE],
