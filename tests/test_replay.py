@@ -11,11 +11,13 @@ commit the new files with the change.
 import json
 import os
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from canopy.contracts.session_delivery import session_workflow_id
@@ -149,6 +151,33 @@ async def ensemble_failover(client: Client, store: Store, repo: Path) -> str:
     return str(result["workflow_id"])
 
 
+async def pause_continue(client: Client, store: Store, repo: Path) -> str:
+    """A pause requested while the first of two specs runs lands before the second;
+    a continue then runs it."""
+    queue = queues.queue_create(store, "q")["id"]
+    for spec_id in make_specs(store, "alpha", "beta"):
+        queues.queue_add_spec(store, queue, spec_id)
+    release = repo.parent / "release"
+    hold = {"name": "hold", "command": f"while [ ! -e {release} ]; do sleep 0.05; done"}
+    graph = graphs.graph_create(store, {"name": "g", "workdir": str(repo), "nodes": [hold]})
+    started = await runs.graph_run(store, graph["id"], queue=queue)
+
+    def node_running() -> bool:
+        return any(
+            n["status"] == "running" for n in graphs.graph_get(store, graph["id"])["node_runs"]
+        )
+
+    await eventually(node_running, "the first spec's node to run")
+    await control.graph_pause(store, graph["id"])
+    release.touch()
+    paused = await runs.wait_until_settled(store, graph["id"], SETTLE_TIMEOUT)
+    assert (paused["status"], paused["blocker"]["kind"]) == ("paused", "paused"), paused
+    await control.graph_continue(store, graph["id"])
+    settled = await runs.wait_until_settled(store, graph["id"], SETTLE_TIMEOUT)
+    assert settled["status"] == "completed", settled
+    return str(started["workflow_id"])
+
+
 async def session_delivery(client: Client, store: Store, repo: Path) -> str:
     """Two messages queued for a session, then one wake: both delivered in one execution."""
     session = sessions.session_new(store, "claude", name="pair", workdir=str(repo))
@@ -168,8 +197,19 @@ SCENARIOS: dict[str, Scenario] = {
     "continue_as_new": continue_as_new,
     "pass_over": pass_over,
     "ensemble_failover": ensemble_failover,
+    "pause_continue": pause_continue,
     "session_delivery": session_delivery,
 }
+
+
+LIMIT_WAIT = "limit_wait"
+"""Recorded on the time-skipping server by its own test, not a dev-server scenario."""
+
+
+def record(history: WorkflowHistory, path: Path) -> None:
+    """Commit-ready JSON of ``history`` (``CANOPY_RECORD_HISTORIES=1``)."""
+    HISTORIES.mkdir(exist_ok=True)
+    path.write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")
 
 
 async def histories_of(client: Client, workflow_id: str) -> list[WorkflowHistory]:
@@ -205,10 +245,40 @@ async def test_fresh_histories_replay(
     for history in histories:
         await replay(history)
     if os.environ.get("CANOPY_RECORD_HISTORIES") == "1":
-        HISTORIES.mkdir(exist_ok=True)
         for index, history in enumerate(histories):
-            path = HISTORIES / f"{name}-{index}.json"
-            path.write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")
+            record(history, HISTORIES / f"{name}-{index}.json")
+
+
+async def test_a_limit_wait_history_replays(
+    time_skipping: WorkflowEnvironment, home_store: Store, repo: Path, tmp_path: Path
+) -> None:
+    """A node hits a usage limit once: the run waits out the five-hour reset on a timer
+    (the time-skipping server lets it pass at once), then re-runs the node."""
+    marker = tmp_path / "limited-once"
+    node = fake_node("implement", f"FAKE: limit-once {marker}\nFAKE: commit done")
+    graph = graphs.graph_create(
+        home_store,
+        {
+            "name": "g",
+            "workdir": str(repo),
+            "nodes": [node],
+            "specs": make_specs(home_store, "alpha"),
+        },
+    )["id"]
+    started = await runs.graph_run(home_store, graph)
+
+    def resume_scheduled() -> bool:
+        return graphs.graph_get(home_store, graph)["scheduled_resume_at"] is not None
+
+    await eventually(resume_scheduled, "the run to schedule its resume")
+    await time_skipping.sleep(timedelta(hours=5, minutes=1))
+    settled = await runs.wait_until_settled(home_store, graph, SETTLE_TIMEOUT)
+    assert settled["status"] == "completed", settled
+    handle = time_skipping.client.get_workflow_handle(started["workflow_id"])
+    history = await handle.fetch_history()
+    await replay(history)
+    if os.environ.get("CANOPY_RECORD_HISTORIES") == "1":
+        record(history, HISTORIES / f"{LIMIT_WAIT}-0.json")
 
 
 @pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)
@@ -218,4 +288,4 @@ async def test_committed_histories_replay(path: Path) -> None:
 
 def test_every_scenario_has_a_committed_history() -> None:
     recorded = {path.stem.rsplit("-", 1)[0] for path in HISTORIES.glob("*.json")}
-    assert recorded == set(SCENARIOS)
+    assert recorded == {*SCENARIOS, LIMIT_WAIT}
