@@ -1,10 +1,12 @@
 """CLI latency with 10,000 specs in the store, against a bare interpreter start.
 
-Usage: ``make bench`` or ``.venv/bin/python bench/cli_latency.py [--specs N] [--sessions S]
+Usage: ``make bench`` or ``.venv/bin/python -m bench.cli_latency [--specs N] [--sessions S]
 [--runs R]``.
 Each command runs R times in a fresh process (output to /dev/null); the table gives the
 median wall time and its ratio to ``python -c pass`` measured in the same run, so the
-figures compare across machines. Also reports whether the command imported temporalio.
+figures compare across machines. It covers every read command, the two most common writes
+(``spec create``, ``queue add``) and ``canopy --help``, and reports which of the heavy
+packages each command imported.
 """
 
 import argparse
@@ -14,15 +16,37 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 from bench.backlog import add_sessions, fill_queue
+from canopy.backlog.specformat import SECTION_NAMES, render_tagged
+from canopy.ids import new_id
+from canopy.ops import graphs, queues
+from canopy.ops.notifications import notify
+from canopy.store.engine import Store
+from canopy.store.models import NodeRun, Run, RunSpec
+from canopy.timefmt import utcnow
 
 BASELINE = "python -c pass (baseline)"
+HEAVY = ("temporalio", "sqlalchemy", "typer", "pydantic", "rich", "jinja2")
+"""Packages worth knowing a command loaded: each costs several bare interpreter starts."""
+BOUND_SPECS = 20
+NOTIFICATIONS = 100
+
+Argv = Callable[[int], list[str]]
+"""A command's argv in a given round (writes that cannot repeat take a fresh spec)."""
 
 
-def fill_store(home: Path, count: int) -> str:
-    """``count`` specs over 10 workdirs, a third completed, all in one queue; one id."""
+def fill_store(home: Path, count: int, sessions: int, rounds: int) -> dict[str, str]:
+    """The scratch store, and the ids the commands name.
+
+    ``count`` specs over 10 workdirs, a third completed, all in one queue; ``sessions``
+    live sessions; a graph with ``BOUND_SPECS`` bound specs and one finished queue run
+    over them (three node runs per spec), which form the queue ``small``;
+    notifications; and a fresh spec per round for ``queue add small``.
+    """
     ids = fill_queue(
         home,
         count,
@@ -30,11 +54,93 @@ def fill_store(home: Path, count: int) -> str:
         workdir_of=lambda i: f"/src/project-{i % 10}",
         status_of=lambda i: "pending" if i % 3 else "completed",
     )
-    return ids[0]
+    add_sessions(home, sessions)
+    bound = fill_queue(home, BOUND_SPECS, "small", workdir_of=lambda _: "/src/app")
+    pool = fill_queue(home, rounds + 2, "pool", workdir_of=lambda _: "/src/app")
+    store = Store(f"sqlite:///{home / 'canopy.db'}")
+    graph = graphs.graph_create(store, _definition(bound))
+    _add_finished_run(store, graph["id"], bound)
+    with store.transaction() as db:
+        for i in range(NOTIFICATIONS):
+            notify(db, "session_not_found", f"notification {i}: a prompt is kept")
+    store.close()
+    return {
+        "spec": ids[0],
+        "graph": graph["id"],
+        "session": "session-0",
+        **{f"add-{i}": spec_id for i, spec_id in enumerate(pool)},
+    }
+
+
+def _definition(specs: list[str]) -> dict[str, object]:
+    """Three nodes (an agent, a command, an ensemble fixer) bound to ``specs``."""
+    return {
+        "name": "build",
+        "workdir": "/src/app",
+        "nodes": [
+            {"name": "implement", "platform": "claude", "prompt": "Implement {{spec_body}}"},
+            {"name": "test", "command": "make test", "on_failure": "fix"},
+            {"name": "fix", "ensemble": "fixers", "prompt": "Fix the tests.", "next": "test"},
+        ],
+        "ensembles": {"fixers": [{"platform": "claude"}, {"platform": "codex"}]},
+        "specs": specs,
+    }
+
+
+def _add_finished_run(store: Store, graph_id: str, specs: list[str]) -> None:
+    """A completed run of the graph over the small queue: what ``graph info`` shows."""
+    queue_id = queues.queue_list(store, "small")["id"]
+    started = utcnow() - timedelta(hours=1)
+    run_id = new_id("run")
+    with store.transaction() as db:
+        db.add(
+            Run(
+                id=run_id,
+                graph_id=graph_id,
+                number=1,
+                queue_id=queue_id,
+                workdir="/src/app",
+                workflow_id=f"graph-{graph_id}-1",
+                status="completed",
+                summary={"completed": len(specs)},
+                started_at=started,
+                ended_at=utcnow(),
+            )
+        )
+        db.flush()  # the models declare no relationships: the run must exist first
+        for spec_id in specs:
+            db.add(
+                RunSpec(
+                    run_id=run_id,
+                    spec_id=spec_id,
+                    outcome="completed",
+                    ended_node="test",
+                    started_at=started,
+                    ended_at=started,
+                )
+            )
+            for node in ("implement", "test", "fix"):
+                db.add(
+                    NodeRun(
+                        run_id=run_id,
+                        spec_id=spec_id,
+                        node=node,
+                        platform="claude" if node != "test" else None,
+                        status="succeeded",
+                        exit_code=0,
+                        started_at=started,
+                        ended_at=started,
+                    )
+                )
+
+
+def same(argv: list[str]) -> Argv:
+    """A command whose argv is the same every round."""
+    return lambda _round: argv
 
 
 def interleaved_medians(
-    commands: dict[str, list[str]], env: dict[str, str], runs: int
+    commands: dict[str, Argv], env: dict[str, str], runs: int
 ) -> dict[str, float]:
     """Median wall time of each command over ``runs`` rounds (after one warm-up round).
 
@@ -45,14 +151,14 @@ def interleaved_medians(
     for round_number in range(runs + 1):
         for label, argv in commands.items():
             started = time.perf_counter()
-            subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)
+            subprocess.run(argv(round_number), env=env, stdout=subprocess.DEVNULL, check=True)
             if round_number:
                 samples[label].append(time.perf_counter() - started)
     return {label: statistics.median(values) for label, values in samples.items()}
 
 
-def imports_temporalio(argv: list[str], env: dict[str, str]) -> bool:
-    """Whether running ``argv`` under ``-X importtime`` loaded temporalio."""
+def heavy_imports(argv: list[str], env: dict[str, str]) -> list[str]:
+    """Which of :data:`HEAVY` running ``argv`` under ``-X importtime`` loaded."""
     script = argv[1:] if argv[0] == sys.executable else argv
     traced = subprocess.run(
         [sys.executable, "-X", "importtime", *script],
@@ -62,7 +168,12 @@ def imports_temporalio(argv: list[str], env: dict[str, str]) -> bool:
         text=True,
         check=True,
     )
-    return "temporalio" in traced.stderr
+    loaded = {
+        line.rsplit("|", 1)[1].strip().split(".")[0]
+        for line in traced.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    return [name for name in HEAVY if name in loaded]
 
 
 def main() -> None:
@@ -74,39 +185,54 @@ def main() -> None:
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         home = Path(scratch)
-        some_spec = fill_store(home, options.specs)
-        add_sessions(home, options.sessions)
+        ids = fill_store(home, options.specs, options.sessions, options.runs)
         env = {**os.environ, "CANOPY_HOME": str(home)}
         env.pop("CANOPY_DB_URL", None)
         python = sys.executable
         canopy = [str(Path(python).parent / "canopy")]
-        commands = {
-            BASELINE: [python, "-c", "pass"],
-            f"canopy spec list --json (all {options.specs})": [*canopy, "spec", "list", "--json"],
-            "canopy spec list --workdir /src/project-3 --status pending --json": [
+        body = render_tagged({name: f"the {name}" for name in SECTION_NAMES})
+        commands: dict[str, Argv] = {
+            BASELINE: same([python, "-c", "pass"]),
+            "canopy --help": same([*canopy, "--help"]),
+            f"spec list --json (all {options.specs})": same([*canopy, "spec", "list", "--json"]),
+            "spec list --workdir /src/project-3 --status pending --json": same([
                 *canopy, "spec", "list", "--workdir", "/src/project-3", "--status", "pending",
                 "--json",
-            ],
-            "canopy spec list --status failed --json (no rows: fixed cost)": [
+            ]),
+            "spec list --status failed --json (no rows: fixed cost)": same([
                 *canopy, "spec", "list", "--status", "failed", "--json",
-            ],
-            "canopy queue list": [*canopy, "queue", "list"],
-            f"canopy session list --json ({options.sessions} live)": [
+            ]),
+            "spec get ID --json": same([*canopy, "spec", "get", ids["spec"], "--json"]),
+            "spec get ID": same([*canopy, "spec", "get", ids["spec"]]),
+            "queue list (table)": same([*canopy, "queue", "list"]),
+            "queue list --json": same([*canopy, "queue", "list", "--json"]),
+            "graph list (table)": same([*canopy, "graph", "list"]),
+            "graph list --json": same([*canopy, "graph", "list", "--json"]),
+            "graph info G (tables)": same([*canopy, "graph", "info", ids["graph"]]),
+            "graph info G --json": same([*canopy, "graph", "info", ids["graph"], "--json"]),
+            f"session list --json ({options.sessions} live)": same([
                 *canopy, "session", "list", "--json",
-            ],
-            "canopy spec get ID --json (full typer + SQLAlchemy path)": [
-                *canopy, "spec", "get", some_spec, "--json",
+            ]),
+            "session get NAME --json": same([*canopy, "session", "get", ids["session"], "--json"]),
+            f"notifications --json ({NOTIFICATIONS} stored, 50 shown)": same([
+                *canopy, "notifications", "--json",
+            ]),
+            "write: spec create --name N --body B --json": same([
+                *canopy, "spec", "create", "--name", "new", "--body", body, "--json",
+            ]),
+            "write: queue add small SPEC (table)": lambda round_number: [
+                *canopy, "queue", "add", "small", ids[f"add-{round_number}"],
             ],
         }  # fmt: skip
         medians = interleaved_medians(commands, env, options.runs)
         baseline = medians[BASELINE]
         print(f"{options.specs} specs, median of {options.runs} interleaved runs\n")
-        print("| command | median ms | x baseline | imports temporalio |")
+        print("| command | median ms | x baseline | imports |")
         print("| --- | ---: | ---: | --- |")
         for label, argv in commands.items():
             seconds = medians[label]
-            temporal = "yes" if imports_temporalio(argv, env) else "no"
-            print(f"| `{label}` | {seconds * 1000:.1f} | {seconds / baseline:.2f} | {temporal} |")
+            loaded = ", ".join(heavy_imports(argv(options.runs + 1), env)) or "-"
+            print(f"| `{label}` | {seconds * 1000:.1f} | {seconds / baseline:.2f} | {loaded} |")
 
 
 if __name__ == "__main__":
