@@ -1,7 +1,7 @@
-"""Per-spec orchestration overhead of a graph run, against a bare shell loop doing the work.
+"""Per-spec orchestration cost of a graph run, against the work itself and the raw Temporal floor.
 
-Usage: ``make bench-dispatch`` or ``.venv/bin/python bench/dispatch_overhead.py
-[--specs N | --drain N] [--keep]``.
+Usage: ``make bench-dispatch`` or ``.venv/bin/python -m bench.dispatch_overhead
+[--specs N | --drain N] [--engine-ref REF] [--keep]``.
 
 In a scratch ``CANOPY_HOME`` with free ports it runs ``canopy up`` (embedded Temporal dev
 server plus worker), makes a one-commit git repo, N specs in one queue and a graph with a
@@ -12,18 +12,27 @@ per spec runs the same command the node runs (``/bin/sh -c true``) and ``git sta
 --porcelain`` in the same repo: the work a dispatcher cannot avoid. The difference per spec
 is what Temporal round trips, store bookkeeping and log files cost.
 
+How much of that Temporal itself imposes is the **floor** (:mod:`bench.temporal_floor`): a
+minimal workflow running one trivial activity per item, on the same dev server, measured
+right after the first baseline and right before the second. Canopy's per-spec time is
+reported as a multiple of the floor's per-item time, next to the history events,
+activities and workflow tasks per spec (counted event by event over the run's whole
+continue-as-new chain) and the targets issue 13 sets for them.
+
 ``--drain N`` is the scale run: the same measurement over a big queue (default 10,000),
 reported as throughput, the worker's peak memory (``VmHWM``) and the largest history of
 any execution in the run's continue-as-new chain, which must stay bounded. Both modes
-print both tables; ``--specs`` leads with the overhead, ``--drain`` with the drain figures.
+print every table; ``--specs`` leads with the overhead, ``--drain`` with the drain figures.
 Progress goes to stderr, results to stdout as markdown.
 
 The CLI and the worker run from a copy of the engine's sources taken at start (see
-:func:`snapshot_engine`), so concurrent edits to the checkout do not leak into a run.
+:func:`snapshot_engine`), so concurrent edits to the checkout do not leak into a run;
+``--engine-ref`` takes that copy from a commit instead of the working tree.
 """
 
 import argparse
 import asyncio
+import io
 import itertools
 import json
 import os
@@ -32,8 +41,10 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -42,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.backlog import fill_queue
+from bench.temporal_floor import FloorRun, floor_run, run_step
 from tests.daemons import free_ports
 
 CANOPY = str(Path(sys.executable).parent / "canopy")
@@ -54,6 +66,14 @@ QUEUE_NAME = "bench-queue"
 NODE_COMMAND = "true"
 DEFAULT_SPECS_PER_EXECUTION = 100
 """GraphRun's default (``RunInput.specs_per_execution``), unless the env overrides it."""
+FLOOR_ITEMS_MAX = 500
+"""The floor loops over as many items as there are specs, up to this: its per-item cost
+does not depend on length, and one execution of 500 items (~3,000 events) stays under the
+history size at which a real workflow would continue as new."""
+TARGET_FLOOR_RATIO = 1.5
+"""Issue 13's target for Canopy's per-spec time, as a multiple of the floor's per item."""
+TARGET_EVENTS_PER_SPEC = 15.0
+"""Issue 13's target for history events per spec, over the whole continue-as-new chain."""
 PROGRESS_EVERY_SECONDS = 10.0
 STALL_SECONDS = 180.0
 GIT_IDENTITY = ["-c", "user.name=canopy bench", "-c", "user.email=bench@example.invalid"]
@@ -69,6 +89,8 @@ class Scratch:
     port: int
     ui_port: int
     env: dict[str, str]
+    engine: str
+    """Which engine the snapshot holds (:func:`engine_version`), for the record."""
 
     @property
     def address(self) -> str:
@@ -104,17 +126,27 @@ class Phase:
 
 @dataclass(frozen=True)
 class Chain:
-    """The executions of a run's continue-as-new chain and their history lengths."""
+    """The executions of a workflow's continue-as-new chain, their histories counted event
+    by event (``fetch_history``), so per-spec figures include every execution's start,
+    end and hand-over, not just the steady state of one."""
 
     lengths: list[int]
+    """History events of each execution."""
     statuses: list[str]
-    largest_counted: int
-    """Events of the largest execution counted one by one (``fetch_history``): a cross-check
-    of ``describe()``'s figure."""
+    activities: int
+    """Activity tasks scheduled, all executions."""
+    workflow_tasks: int
+    """Workflow tasks completed, all executions."""
     phases: dict[str, Phase]
     """Time of the largest execution spent in each step between consecutive events."""
     phase_specs: int
-    """Specs the largest execution worked on (its ``begin_spec`` activities)."""
+    """Specs (floor: items) the largest execution worked on: its ``begin_spec`` (floor:
+    ``run_step``) activities."""
+
+    @property
+    def events(self) -> int:
+        """History events, all executions."""
+        return sum(self.lengths)
 
 
 @dataclass(frozen=True)
@@ -122,7 +154,11 @@ class Results:
     """Everything one benchmark measured."""
 
     count: int
+    engine_source: str
     baselines: list[float]
+    floors: list[FloorRun]
+    floor_chain: Chain
+    """The history of the first timed floor workflow."""
     engine: EngineRun
     idle_worker: Memory
     worker: Memory
@@ -137,43 +173,97 @@ class Results:
         """Mean of the baseline runs bracketing the engine run."""
         return sum(self.baselines) / len(self.baselines)
 
+    @property
+    def floor(self) -> float:
+        """Seconds per item of the floor: mean of the runs bracketing the engine run."""
+        return sum(floor.per_item for floor in self.floors) / len(self.floors)
+
 
 # --- scratch setup ------------------------------------------------------------------------
 
 
-def make_scratch(root: Path) -> Scratch:
+def make_scratch(root: Path, ref: str | None = None) -> Scratch:
     """Data dir and repo side by side (the data dir must not make the tree dirty), and a
-    frozen copy of the engine that every CLI call and the worker import."""
+    frozen copy of the engine (from the working tree, or commit ``ref``) that every CLI
+    call and the worker import."""
     home, repo = root / "home", root / "repo"
     home.mkdir()
     repo.mkdir()
     port, ui_port = free_ports(2)
-    engine = snapshot_engine(root / "engine")
+    version = engine_version(ref)
+    engine = snapshot_engine(root / "engine", ref)
     env = {**os.environ, "CANOPY_HOME": str(home)}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(engine), env.get("PYTHONPATH")]))
     for variable in ("CANOPY_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE"):
         env.pop(variable, None)  # the bench owns its server and its SQLite store
     check_snapshot(engine, env)
-    return Scratch(root, home, repo, port, ui_port, env)
+    return Scratch(root, home, repo, port, ui_port, env, version)
 
 
-def snapshot_engine(target: Path) -> Path:
+def snapshot_engine(target: Path, ref: str | None = None) -> Path:
     """Copy the engine's sources, so edits landing in the checkout cannot change it mid-run.
 
     The worker's workflow sandbox re-reads workflow modules from disk whenever it builds a
     workflow instance (every continue-as-new, every cache eviction), and imports modules
     it has not seen yet lazily; in a shared checkout a long drain would otherwise end up
     running new workflow code against the activities and models it loaded at start.
+
+    With ``ref`` the sources come from that commit, so others' uncommitted work in the
+    checkout is not measured either and a recorded figure names the code it measured.
     """
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    origin = REPO_ROOT if ref is None else export_commit(ref, target.parent / "checkout")
     target.mkdir()
     for name in ENGINE_SOURCES:
-        source = REPO_ROOT / name
+        source = origin / name
         if source.is_dir():
             shutil.copytree(source, target / name, ignore=ignore)
         else:
             shutil.copy2(source, target / name)
     return target
+
+
+def engine_paths() -> list[str]:
+    """Where the engine's sources live in the checkout: ``ENGINE_SOURCES`` and the top-level
+    directories and files their links point to (``canopy/cli`` → ``cli``, …)."""
+    paths = list(ENGINE_SOURCES)
+    for name in ENGINE_SOURCES:
+        source = REPO_ROOT / name
+        if source.is_dir():
+            links = [entry for entry in sorted(source.iterdir()) if entry.is_symlink()]
+            paths += [str(entry.resolve().relative_to(REPO_ROOT)) for entry in links]
+    return paths
+
+
+def export_commit(ref: str, target: Path) -> Path:
+    """The engine's sources at commit ``ref``, links included, extracted under ``target``."""
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", ref, "--", *engine_paths()],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(target, filter="data")
+    return target
+
+
+def engine_version(ref: str | None) -> str:
+    """The engine a run measures: commit ``ref``, or the working tree, with its uncommitted
+    changes named (in a shared checkout they may be someone's unfinished edit)."""
+    commit = git_output("rev-parse", "--short", f"{ref or 'HEAD'}^{{commit}}")[0]
+    if ref is not None:
+        return f"commit {commit} (`--engine-ref {ref}`)"
+    changed = [line[3:] for line in git_output("status", "--porcelain", "--", *engine_paths())]
+    if not changed:
+        return f"working tree = commit {commit}"
+    return f"working tree: commit {commit} + uncommitted changes to {', '.join(changed)}"
+
+
+def git_output(*args: str) -> list[str]:
+    """Lines a git command prints in the checkout."""
+    done = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    return done.stdout.splitlines()
 
 
 def check_snapshot(engine: Path, env: dict[str, str]) -> None:
@@ -408,9 +498,13 @@ def record_seconds(run: dict[str, Any]) -> float | None:
     return (ended - started).total_seconds()
 
 
-async def read_chain(address: str, workflow_id: str) -> Chain:
-    """History lengths of every execution with this workflow id (the continue-as-new chain),
-    waiting for visibility to list the closing execution; the largest is counted too."""
+async def read_chain(address: str, workflow_id: str, unit: str = "begin_spec") -> Chain:
+    """The histories of every execution with this workflow id (the continue-as-new chain),
+    waiting for visibility to list the closing execution. One history is in memory at a
+    time: a 10,000-spec drain has over half a million events. ``unit`` is the activity
+    that begins one spec (or floor item), to express the largest execution's phases per
+    spec."""
+    from temporalio.api.enums.v1 import EventType
     from temporalio.client import Client, WorkflowExecutionStatus
     from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -423,33 +517,35 @@ async def read_chain(address: str, workflow_id: str) -> Chain:
         if WorkflowExecutionStatus.COMPLETED in statuses or time.monotonic() > deadline:
             break
         await asyncio.sleep(0.5)
-    lengths = []
+    lengths: list[int] = []
+    kinds: Counter[int] = Counter()
+    phases: dict[str, Phase] = {}
+    specs = 0
     for execution in executions:
         handle = client.get_workflow_handle(workflow_id, run_id=execution.run_id)
-        lengths.append((await handle.describe()).history_length)
-    names = [status.name if status else "UNKNOWN" for status in statuses]
-    if not lengths:
-        return Chain(lengths=[], statuses=names, largest_counted=0, phases={}, phase_specs=0)
-    largest = executions[lengths.index(max(lengths))].run_id
-    history = await client.get_workflow_handle(workflow_id, run_id=largest).fetch_history()
-    phases, specs = phase_seconds(history.events)
+        events = (await handle.fetch_history()).events
+        kinds.update(event.event_type for event in events)
+        if len(events) > max(lengths, default=0):
+            phases, specs = phase_seconds(events, unit)
+        lengths.append(len(events))
     return Chain(
         lengths=lengths,
-        statuses=names,
-        largest_counted=len(history.events),
+        statuses=[status.name if status else "UNKNOWN" for status in statuses],
+        activities=kinds[EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED],
+        workflow_tasks=kinds[EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED],
         phases=phases,
         phase_specs=specs,
     )
 
 
-def phase_seconds(events: Sequence[Any]) -> tuple[dict[str, Phase], int]:
+def phase_seconds(events: Sequence[Any], unit: str) -> tuple[dict[str, Phase], int]:
     """Attribute the time between consecutive history events to what happened in it.
 
     GraphRun runs one activity at a time, so its history is one sequence: workflow task
     scheduled → started (queued for the worker) → completed (on the worker), activity
     scheduled → started (queued) → completed (running), and so on. Summing the gaps by
     kind shows whether the per-spec cost is the server, the worker or the activities.
-    Also returns how many specs the execution began.
+    Also returns how many specs the execution began (its ``unit`` activities).
     """
     from temporalio.api.enums.v1 import EventType
 
@@ -464,7 +560,7 @@ def phase_seconds(events: Sequence[Any]) -> tuple[dict[str, Phase], int]:
         phase = phases.setdefault(label, Phase())
         phase.seconds += gap / 1e9
         phase.count += 1
-    return phases, [name for name, _ in activities.values()].count("begin_spec")
+    return phases, [name for name, _ in activities.values()].count(unit)
 
 
 def phase_label(event: Any, activities: dict[int, tuple[str, str]]) -> str:
@@ -487,8 +583,17 @@ def phase_label(event: Any, activities: dict[int, tuple[str, str]]) -> str:
     return "other (between events written together)"
 
 
+def floor_seconds(scratch: Scratch, count: int) -> FloorRun:
+    """The raw Temporal floor on this run's dev server: one activity running the node's
+    command per item, ``count`` items (at most ``FLOOR_ITEMS_MAX``)."""
+    items = min(count, FLOOR_ITEMS_MAX)
+    print(f"floor: Temporal loop over {items} one-activity items…", file=sys.stderr)
+    return asyncio.run(floor_run(scratch.address, items, NODE_COMMAND))
+
+
 def measure(scratch: Scratch, count: int) -> Results:
-    """Set up, bracket the engine run with baselines, collect memory and history."""
+    """Set up, bracket the engine run with baselines and floors (bash, floor, engine, floor,
+    bash: background load hits each alike), collect memory and history."""
     make_repo(scratch.repo)
     fill_queue(scratch.home, count, QUEUE_NAME, workdir_of=lambda _: str(scratch.repo))
     create_graph(scratch)
@@ -496,17 +601,26 @@ def measure(scratch: Scratch, count: int) -> Results:
         idle = worker_memory(scratch.home)
         print(f"baseline loop over {count} specs…", file=sys.stderr)
         before = baseline_seconds(scratch.repo, count)
+        floor_before = floor_seconds(scratch, count)
         print(f"engine: draining {count} specs…", file=sys.stderr)
         cpu_before = daemon_cpu(scratch.home)
         engine = run_engine(scratch, count)
         cpu = {name: used - cpu_before[name] for name, used in daemon_cpu(scratch.home).items()}
+        floor_after = floor_seconds(scratch, count)
         print("baseline loop again…", file=sys.stderr)
         after = baseline_seconds(scratch.repo, count)
+        print("counting history events…", file=sys.stderr)
         chain = asyncio.run(read_chain(scratch.address, engine.workflow_id))
+        floor_chain = asyncio.run(
+            read_chain(scratch.address, floor_before.workflow_id, unit=run_step.__name__)
+        )
         worker, server = worker_memory(scratch.home), server_memory(scratch.home)
     return Results(
         count=count,
+        engine_source=scratch.engine,
         baselines=[before, after],
+        floors=[floor_before, floor_after],
+        floor_chain=floor_chain,
         engine=engine,
         idle_worker=idle,
         worker=worker,
@@ -529,33 +643,99 @@ def problems(results: Results) -> list[str]:
         found.append(f"spec statuses {results.spec_statuses}, expected all completed")
     if results.chain.statuses.count("COMPLETED") != 1:
         found.append(f"continue-as-new chain statuses {results.chain.statuses}")
+    if results.floor_chain.statuses != ["COMPLETED"]:
+        found.append(f"floor workflow statuses {results.floor_chain.statuses}")
     return found
 
 
 def overhead_table(results: Results) -> list[str]:
-    """Engine against baseline: totals, per spec, overhead and ratio."""
-    n, base, engine = results.count, results.baseline, results.engine.seconds
+    """Engine against baseline and floor: totals, per spec, overhead and ratios."""
+    n, engine = results.count, results.engine.seconds
+    base, floor = results.baseline / n, results.floor  # seconds per spec
+
+    def row(label: str, total: float, per_spec: float) -> str:
+        return (
+            f"| {label} | {total:.1f} | {per_spec * 1000:.1f} | {per_spec / base:.2f} | "
+            f"{per_spec / floor:.2f} |"
+        )
+
     before, after = results.baselines
+    first, second = results.floors
     rows = [
-        f"| baseline: `sh -c true` + `git status` loop (mean of {before:.1f} s before, "
-        f"{after:.1f} s after) | {base:.1f} | {base / n * 1000:.1f} | 1.00 |",
-        f"| engine: `graph run --queue` + `graph wait` | {engine:.1f} | "
-        f"{engine / n * 1000:.1f} | {engine / base:.2f} |",
+        row(
+            f"baseline: `sh -c true` + `git status` loop (mean of {before:.1f} s before, "
+            f"{after:.1f} s after)",
+            results.baseline,
+            base,
+        ),
+        row(
+            f"floor: Temporal workflow, one `sh -c {NODE_COMMAND}` activity per item "
+            f"({first.items} items; {first.per_item * 1000:.1f} ms before, "
+            f"{second.per_item * 1000:.1f} ms after)",
+            floor * first.items,
+            floor,
+        ),
+        row("engine: `graph run --queue` + `graph wait`", engine, engine / n),
     ]
     if results.engine.record_seconds is not None:
         record = results.engine.record_seconds
-        rows.append(
-            f"| engine: run record `started_at` → `ended_at` | {record:.1f} | "
-            f"{record / n * 1000:.1f} | {record / base:.2f} |"
-        )
-    overhead_ms = (engine - base) / n * 1000
+        rows.append(row("engine: run record `started_at` → `ended_at`", record, record / n))
+    per_spec = engine / n
     return [
-        f"{n} specs, one command node (`{NODE_COMMAND}`), SQLite store, embedded dev server\n",
-        "| measure | total s | per spec ms | x baseline |",
-        "| --- | ---: | ---: | ---: |",
+        f"{n} specs, one command node (`{NODE_COMMAND}`), SQLite store, embedded dev server; "
+        f"engine: {results.engine_source}\n",
+        "| measure | total s | per spec ms | x baseline | x floor |",
+        "| --- | ---: | ---: | ---: | ---: |",
         *rows,
-        f"\nper-spec overhead (engine - baseline): **{overhead_ms:.1f} ms**; "
-        f"engine/baseline: **{engine / base:.2f}x**",
+        f"\nper-spec overhead: **{(per_spec - base) * 1000:.1f} ms** over the baseline, "
+        f"**{(per_spec - floor) * 1000:.1f} ms** over the floor; engine/baseline "
+        f"**{per_spec / base:.2f}x**, engine/floor **{per_spec / floor:.2f}x** "
+        f"(target ≤ {TARGET_FLOOR_RATIO:g}x)",
+    ]
+
+
+def targets_table(results: Results) -> list[str]:
+    """Canopy per spec against the floor per item, next to issue 13's targets: the history
+    figures say how many round trips a spec costs, the time what they cost here."""
+    n, chain, floor = results.count, results.chain, results.floor_chain
+    items = results.floors[0].items
+    engine_ms, floor_ms = results.engine.seconds / n * 1000, results.floor * 1000
+    ratio, events = engine_ms / floor_ms, chain.events / n
+
+    def met(value: float, target: float) -> str:
+        return "yes" if value <= target else "**no**"
+
+    rows = [
+        ("wall time, ms", f"{engine_ms:.1f}", f"{floor_ms:.1f}", "", ""),
+        (
+            "x floor",
+            f"{ratio:.2f}",
+            "1.00",
+            f"≤ {TARGET_FLOOR_RATIO:g}",
+            met(ratio, TARGET_FLOOR_RATIO),
+        ),
+        (
+            "history events",
+            f"{events:.1f}",
+            f"{floor.events / items:.1f}",
+            f"≤ {TARGET_EVENTS_PER_SPEC:g}",
+            met(events, TARGET_EVENTS_PER_SPEC),
+        ),
+        ("activities", f"{chain.activities / n:.2f}", f"{floor.activities / items:.2f}", "", ""),
+        (
+            "workflow tasks",
+            f"{chain.workflow_tasks / n:.2f}",
+            f"{floor.workflow_tasks / items:.2f}",
+            "",
+            "",
+        ),
+    ]
+    return [
+        f"per spec (engine: all {len(chain.lengths)} executions of the continue-as-new "
+        "chain) and per floor item, against the targets of issue 13\n",
+        "| per spec | engine | floor | target | met |",
+        "| --- | ---: | ---: | ---: | --- |",
+        *(f"| {' | '.join(row)} |" for row in rows),
     ]
 
 
@@ -600,12 +780,9 @@ def drain_table(results: Results) -> list[str]:
         ("executions in the continue-as-new chain", f"{len(chain.lengths)}"),
         ("their history lengths (events x executions)", run_lengths(chain.lengths)),
         ("specs_per_execution", f"{per_execution}"),
-        (
-            "largest execution history (events)",
-            f"{largest} (counted via fetch_history: {chain.largest_counted})",
-        ),
-        ("history events, all executions", f"{sum(chain.lengths)}"),
-        ("history events per spec", f"{sum(chain.lengths) / n:.1f}"),
+        ("largest execution history (events)", f"{largest}"),
+        ("history events, all executions", f"{chain.events}"),
+        ("history events per spec", f"{chain.events / n:.1f}"),
     ]
     return [
         f"drain of {n} specs through one command node\n",
@@ -615,16 +792,15 @@ def drain_table(results: Results) -> list[str]:
     ]
 
 
-def phase_table(results: Results) -> list[str]:
-    """Where the per-spec time of the largest execution went, biggest first."""
-    chain = results.chain
+def phase_table(chain: Chain, title: str, unit: str = "spec") -> list[str]:
+    """Where the per-spec (per-item) time of the largest execution went, biggest first."""
     specs = max(chain.phase_specs, 1)
     total = sum(phase.seconds for phase in chain.phases.values()) or 1.0
     rows = sorted(chain.phases.items(), key=lambda item: -item[1].seconds)
     return [
-        f"where the time goes: largest execution ({chain.phase_specs} specs), gaps between "
+        f"where the time goes: {title} ({chain.phase_specs} {unit}s), gaps between "
         "consecutive history events\n",
-        "| phase | per spec | ms per spec | ms each | share |",
+        f"| phase | per {unit} | ms per {unit} | ms each | share |",
         "| --- | ---: | ---: | ---: | ---: |",
         *(
             f"| {label} | {phase.count / specs:.1f} | {phase.seconds / specs * 1000:.1f} | "
@@ -639,12 +815,18 @@ def phase_table(results: Results) -> list[str]:
 
 
 def parse_options() -> argparse.Namespace:
-    """``--specs N`` (overhead, default 200) or ``--drain N`` (scale run), and ``--keep``."""
+    """``--specs N`` (overhead, default 200) or ``--drain N`` (scale run), ``--engine-ref``
+    and ``--keep``."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--specs", type=int, default=200, help="overhead mode: N specs")
     mode.add_argument(
         "--drain", type=int, nargs="?", const=10_000, help="drain mode: N specs (10000)"
+    )
+    parser.add_argument(
+        "--engine-ref",
+        metavar="REF",
+        help="run the engine as of this commit (default: the working tree as it is)",
     )
     parser.add_argument("--keep", action="store_true", help="leave the scratch dir behind")
     return parser.parse_args()
@@ -657,15 +839,19 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="canopy-dispatch-"))
     print(f"scratch dir {root}", file=sys.stderr)
     try:
-        results = measure(make_scratch(root), count)
+        results = measure(make_scratch(root, options.engine_ref), count)
     finally:
         if options.keep:
             print(f"kept {root}", file=sys.stderr)
         else:
             shutil.rmtree(root, ignore_errors=True)
-    tables = [overhead_table(results), drain_table(results), phase_table(results)]
-    if options.drain is not None:
-        tables[:2] = tables[1::-1]
+    tables = [
+        overhead_table(results),
+        targets_table(results),
+        phase_table(results.chain, "engine, largest execution"),
+        phase_table(results.floor_chain, "floor", unit="item"),
+    ]
+    tables.insert(0 if options.drain is not None else 2, drain_table(results))
     print("\n\n".join("\n".join(table) for table in tables))
     found = problems(results)
     if found:
