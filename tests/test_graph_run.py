@@ -1,7 +1,6 @@
 """GraphRun on the real dev server: queue drains, transitions, settling, the launch guard."""
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -14,25 +13,15 @@ from canopy.errors import Refused
 from canopy.ops import graphs, queues, runs, specs
 from canopy.store.engine import Store
 from canopy.store.models import Graph, NodeRun, Run, RunSpec
+from tests import engine
 from tests.conftest import make_specs
-from tests.engine import fake_node
+from tests.engine import fake_node, make_graph, settle
 
 pytestmark = pytest.mark.server
-SETTLE_TIMEOUT = 60.0
 
 
-@pytest.fixture
-def store(home_store: Store) -> Store:
-    """Here the store is the one the worker's activities write: this test's data dir."""
-    return home_store
-
-
-def make_graph(store: Store, repo: Path, nodes: list[dict[str, Any]], **extra: Any) -> str:
-    created = graphs.graph_create(
-        store, {"name": "build", "workdir": str(repo), "nodes": nodes, **extra}
-    )
-    graph_id: str = created["id"]
-    return graph_id
+store = engine.home_store
+"""Here the store is the one the worker's activities write: this test's data dir."""
 
 
 def node_trail(store: Store, run_id: str) -> list[tuple[str, str, str]]:
@@ -56,12 +45,6 @@ def outcomes(store: Store, run_id: str) -> list[tuple[str, str | None]]:
     return [(spec, outcome) for spec, outcome in rows]
 
 
-async def run_and_settle(store: Store, graph: str, **options: Any) -> dict[str, Any]:
-    started = await runs.graph_run(store, graph, **options)
-    settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
-    return {**started, **settled}
-
-
 IMPLEMENT = fake_node(
     "implement", "FAKE: write out/{{spec_id}}.txt done\nFAKE: commit implement {{spec_id}}"
 )
@@ -76,7 +59,7 @@ async def test_a_queue_drains_through_a_multi_node_graph(
     for spec in (a, b, c):
         queues.queue_add_spec(store, queue, spec)
     graph = make_graph(store, repo, [IMPLEMENT, CHECK])
-    result = await run_and_settle(store, graph, queue="nightly")
+    result = await settle(serving, store, graph, queue="nightly")
     assert result["status"] == "completed", result
     assert result["blocker"] is None
     run_id = result["run_id"]
@@ -103,7 +86,7 @@ async def test_a_failed_node_follows_on_failure_and_max_visits_bounds_loops(
     fix = fake_node("fix", "FAKE: write fixed.txt ok\nFAKE: commit fix", next="test")
     test = {"name": "test", "command": "test -f fixed.txt", "on_failure": "fix"}
     graph = make_graph(store, repo, [IMPLEMENT, test, fix], specs=[spec])
-    result = await run_and_settle(store, graph)
+    result = await settle(serving, store, graph)
     assert result["status"] == "completed", result
     assert [(node, status) for _, node, status in node_trail(store, result["run_id"])] == [
         ("implement", "succeeded"),
@@ -119,7 +102,7 @@ async def test_exceeding_max_visits_fails_the_spec(
     (spec,) = make_specs(store, "alpha")
     looping = {"name": "retry", "command": "exit 1", "on_failure": "retry", "max_visits": 2}
     graph = make_graph(store, repo, [looping], specs=[spec])
-    result = await run_and_settle(store, graph)
+    result = await settle(serving, store, graph)
     assert result["status"] == "failed"
     assert [node for _, node, _ in node_trail(store, result["run_id"])] == ["retry", "retry"]
     assert specs.spec_get(store, spec)["status"] == "failed"
@@ -130,7 +113,7 @@ async def test_a_bound_spec_run_fails_at_the_first_failed_spec(
 ) -> None:
     a, b = make_specs(store, "alpha", "beta")
     graph = make_graph(store, repo, [{"name": "check", "command": "exit 3"}], specs=[a, b])
-    result = await run_and_settle(store, graph)
+    result = await settle(serving, store, graph)
     assert result["status"] == "failed"
     assert result["blocker"]["node"] == "check"
     assert result["blocker"]["spec_id"] == a
@@ -147,7 +130,7 @@ async def test_a_drained_queue_with_a_failed_member_settles_failed_naming_it(
     queues.queue_add_spec(store, queue, b)
     check = {"name": "check", "command": f"test {{{{spec_id}}}} != {a}"}
     graph = make_graph(store, repo, [check])
-    result = await run_and_settle(store, graph, queue=queue)
+    result = await settle(serving, store, graph, queue=queue)
     assert result["status"] == "failed"
     assert result["blocker"]["failed_specs"] == [a]
     assert "alpha" in result["blocker"]["message"]
@@ -184,7 +167,7 @@ async def test_a_failed_node_run_records_why_and_graph_info_shows_it(
     (spec,) = make_specs(store, "alpha")
     graph = make_graph(store, repo, [IMPLEMENT], specs=[spec])
     (canopy_home / "config.toml").write_text("[platforms.claude]\nbogus = true\n")
-    result = await run_and_settle(store, graph)
+    result = await settle(serving, store, graph)
     assert result["status"] == "failed"
     reason = (
         f"node implement could not start: config file {canopy_home / 'config.toml'}: "
@@ -206,7 +189,7 @@ async def test_a_node_whose_activity_fails_records_the_activity_error(
     monkeypatch.setattr(nodes, "node_files", broken)
     (spec,) = make_specs(store, "alpha")
     graph = make_graph(store, repo, [{"name": "check", "command": "true"}], specs=[spec])
-    result = await run_and_settle(store, graph)
+    result = await settle(serving, store, graph)
     assert result["status"] == "failed"
     (node_run,) = graphs.graph_get(store, graph)["node_runs"]
     assert (node_run["status"], node_run["error"]) == (
@@ -223,7 +206,7 @@ async def test_an_absurd_stored_timeout_cannot_wedge_the_run(
     with store.transaction() as db:  # stored before timeouts were validated
         row = db.get_one(Graph, graph)
         row.nodes = [{**row.nodes[0], "timeout_minutes": 1e308}]
-    result = await run_and_settle(store, graph)
+    result = await settle(serving, store, graph)
     assert result["status"] == "completed", result
     step = await bookkeeping.load_node(graph, "check")
     assert step is not None

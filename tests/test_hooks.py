@@ -18,16 +18,16 @@ from canopy.contracts.graph_run import ContinueRequest, HookFiring
 from canopy.ops import control, graphs, queues, runs, specs
 from canopy.store.engine import Store
 from canopy.store.models import Graph, HookRun
+from tests import engine
 from tests.conftest import make_specs
-from tests.engine import eventually, fake_node
+from tests.engine import eventually, fake_node, file_lines, make_graph, settle
 
 pytestmark = pytest.mark.server
 TIMEOUT = 60.0
 
 
-@pytest.fixture
-def store(home_store: Store) -> Store:
-    return home_store
+store = engine.home_store
+"""Here the store is the one the worker's activities write: this test's data dir."""
 
 
 @pytest.fixture
@@ -40,10 +40,6 @@ def echo(log: Path, text: str) -> dict[str, Any]:
     return {"command": f"echo {text} >> {log}"}
 
 
-def lines(log: Path) -> list[str]:
-    return log.read_text().splitlines() if log.exists() else []
-
-
 def set_hooks(store: Store, graph: str, hooks: dict[str, list[dict[str, Any]]]) -> None:
     """Register hooks the way users do (``graph_edit update``); read at the next event."""
     graphs.graph_edit(store, graph, {"hooks": hooks})
@@ -52,23 +48,6 @@ def set_hooks(store: Store, graph: str, hooks: dict[str, list[dict[str, Any]]]) 
 def hook_runs(store: Store) -> list[HookRun]:
     with store.transaction() as db:
         return list(db.scalars(select(HookRun).order_by(HookRun.id)))
-
-
-def make_graph(store: Store, repo: Path, nodes: list[dict[str, Any]], **extra: Any) -> str:
-    graph: dict[str, Any] = graphs.graph_create(
-        store, {"name": "build", "workdir": str(repo), "nodes": nodes, **extra}
-    )
-    return str(graph["id"])
-
-
-async def settle(
-    client: Client, store: Store, graph: str, queue: str | None = None
-) -> dict[str, Any]:
-    """Run the graph and wait for its workflow to finish: terminal hooks fire after the
-    graph's status is written, so the store alone says "settled" a moment early."""
-    started = await runs.graph_run(store, graph, queue=queue)
-    await asyncio.wait_for(client.get_workflow_handle(started["workflow_id"]).result(), TIMEOUT)
-    return await runs.wait_until_settled(store, graph, TIMEOUT)
 
 
 PASS = {"name": "work", "command": "true"}
@@ -95,7 +74,7 @@ async def test_each_event_fires_its_hooks_in_declaration_order_with_its_markers(
         },
     )
     assert (await settle(serving, store, graph))["status"] == "completed"
-    assert lines(log) == [
+    assert file_lines(log) == [
         f"first alpha {a} (none) (none)",
         "second alpha",
         f"first beta {b} (none) (none)",
@@ -143,7 +122,7 @@ async def test_on_spec_completed_fires_for_queue_members_and_spec_ids_filter(
     gate.touch()
     handle = serving.get_workflow_handle(started["workflow_id"])
     assert await asyncio.wait_for(handle.result(), TIMEOUT) == "completed"
-    assert lines(log) == ["any alpha", "any beta", "only beta"]
+    assert file_lines(log) == ["any alpha", "any beta", "only beta"]
     (stored,) = [h for h in hook_runs(store) if h.hook_index == 1]
     assert stored.hook_config["spec_ids"] == [b], "stored as the full id"
 
@@ -159,7 +138,7 @@ async def test_a_failing_hook_is_recorded_and_changes_nothing_else(
         {"on_completed": [{"command": "echo boom; exit 7"}, echo(log, "still ran")]},
     )
     assert (await settle(serving, store, graph))["status"] == "completed"
-    assert lines(log) == ["still ran"]
+    assert file_lines(log) == ["still ran"]
     failed, ok = hook_runs(store)
     assert (failed.status, failed.error, failed.output) == ("failed", "exit code 7", "boom\n")
     assert ok.status == "succeeded"
@@ -192,7 +171,7 @@ async def test_on_failed_gets_blocker_node_and_spec_id_and_honours_spec_ids(
         },
     )
     assert (await settle(serving, store, graph))["status"] == "failed"
-    assert lines(log) == [
+    assert file_lines(log) == [
         f"check {a} (none) spec alpha ({a}) failed at node check",
         "for alpha",
     ]
@@ -207,15 +186,15 @@ async def test_on_completed_needs_a_completed_spec_and_fires_again_after_reset(
     graph = make_graph(store, repo, [PASS])
     set_hooks(store, graph, {"on_completed": [echo(log, "completed {{completed_specs}}")]})
     specs.spec_set_status(store, a, "skip")
-    assert (await settle(serving, store, graph, queue))["status"] == "completed"
-    assert lines(log) == [], "no spec completed: on_completed does not fire"
+    assert (await settle(serving, store, graph, queue=queue))["status"] == "completed"
+    assert file_lines(log) == [], "no spec completed: on_completed does not fire"
     specs.spec_set_status(store, a, "reopen")
     await control.graph_reset(store, graph)
-    assert (await settle(serving, store, graph, queue))["status"] == "completed"
+    assert (await settle(serving, store, graph, queue=queue))["status"] == "completed"
     specs.spec_set_status(store, a, "reopen")  # a queue member: reset reopens bound specs only
     await control.graph_reset(store, graph)
-    assert (await settle(serving, store, graph, queue))["status"] == "completed"
-    assert lines(log) == ["completed alpha: alpha summary"] * 2
+    assert (await settle(serving, store, graph, queue=queue))["status"] == "completed"
+    assert file_lines(log) == ["completed alpha: alpha summary"] * 2
 
 
 def graph_blocker(store: Store, graph: str) -> Any:
@@ -248,7 +227,7 @@ async def test_on_blocked_fires_once_per_pause_and_hooks_are_read_when_the_event
     (repo / "scratch.txt").unlink()
     await handle.signal("continue_run", ContinueRequest())
     assert await asyncio.wait_for(handle.result(), TIMEOUT) == "completed"
-    assert lines(log) == ["early alpha", "late beta"]
+    assert file_lines(log) == ["early alpha", "late beta"]
     assert len(hook_runs(store)) == before + 1
 
 
@@ -260,17 +239,15 @@ async def test_on_blocked_fires_for_a_pause_with_the_blocker(
     graph = make_graph(store, repo, [node], specs=[a, b])
     set_hooks(store, graph, {"on_blocked": [echo(log, "{{blocker}} {{spec_id}}")]})
     await runs.graph_run(store, graph)
-    await eventually(lambda: lines(log), "the on_blocked hook")
-    (message,) = lines(log)
+    await eventually(lambda: file_lines(log), "the on_blocked hook")
+    (message,) = file_lines(log)
     assert message.startswith(f"workdir {repo} is dirty (1 dirty path: scratch.txt)")
     assert message.endswith("(none)")
 
 
 async def test_agent_and_interactive_hooks(
-    serving: Client, store: Store, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    serving: Client, store: Store, repo: Path, record: Path
 ) -> None:
-    record = tmp_path / "record.jsonl"
-    monkeypatch.setenv("FAKE_AGENT_RECORD", str(record))
     (a,) = make_specs(store, "alpha")
     graph = make_graph(store, repo, [PASS], specs=[a])
     doc_agent = fake_node("docs", "Update docs for:\n{{completed_specs}}\n{{blocker}}")
@@ -314,7 +291,7 @@ async def test_firing_is_idempotent_across_activity_retries(
     environment = ActivityEnvironment()
     first = await environment.run(fire_hooks, firing)
     again = await environment.run(fire_hooks, firing)
-    assert (len(first), again, lines(log)) == (1, [], ["once"])
+    assert (len(first), again, file_lines(log)) == (1, [], ["once"])
 
 
 async def hooks_fired(handle: WorkflowHandle[Any, Any], count: int) -> None:
@@ -345,14 +322,11 @@ async def test_workdir_is_the_runs_override_when_one_applies(
 ) -> None:
     (a,) = make_specs(store, "alpha")
     elsewhere = tmp_path / "stored-workdir"
-    graph: dict[str, Any] = graphs.graph_create(
-        store, {"name": "build", "workdir": str(elsewhere), "nodes": [PASS], "specs": [a]}
-    )
+    graph = make_graph(store, elsewhere, [PASS], specs=[a])
     set_hooks(
         store,
-        graph["id"],
+        graph,
         {"on_completed": [{"command": f'echo {{{{workdir}}}} "$CANOPY_HOOK_WORKDIR" >> {log}'}]},
     )
-    started = await runs.graph_run(store, graph["id"], workdir=str(repo))
-    await asyncio.wait_for(serving.get_workflow_handle(started["workflow_id"]).result(), TIMEOUT)
-    assert lines(log) == [f"{repo} {repo}"]
+    assert (await settle(serving, store, graph, workdir=str(repo)))["status"] == "completed"
+    assert file_lines(log) == [f"{repo} {repo}"]

@@ -2,34 +2,22 @@
 any size reaches the agent (issue: trust). Real dev server, real shells, the fake agent."""
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from temporalio.client import Client
 
-from canopy.ops import graphs, runs, specs
+from canopy.ops import graphs, specs
 from canopy.store.engine import Store
+from tests import engine
 from tests.conftest import body
-from tests.engine import agent_runs, fake_node
+from tests.engine import agent_runs, fake_node, file_lines, settle
 
 pytestmark = pytest.mark.server
 TIMEOUT = 60.0
 
 
-@pytest.fixture
-def store(home_store: Store) -> Store:
-    return home_store
-
-
-async def run_to_the_end(store: Store, client: Client, graph: str) -> dict[str, Any]:
-    """Run the graph over its bound specs; its state once the workflow closed (hooks run)."""
-    started = await runs.graph_run(store, graph)
-    await client.get_workflow_handle(started["workflow_id"]).result()
-    return graphs.graph_get(store, graph)
-
-
-def read_lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
+store = engine.home_store
+"""Here the store is the one the worker's activities write: this test's data dir."""
 
 
 async def test_no_spec_text_is_read_by_a_shell_in_command_nodes_or_hooks(
@@ -53,11 +41,11 @@ async def test_no_spec_text_is_read_by_a_shell_in_command_nodes_or_hooks(
         store,
         {"name": "g", "workdir": str(repo), "nodes": [node], "hooks": hooks, "specs": [spec]},
     )["id"]
-    settled = await run_to_the_end(store, serving, graph)
+    settled = await settle(serving, store, graph)
     assert settled["status"] == "completed", settled
     assert list(tmp_path.glob("pwned*")) == [], "nothing in the spec ran"
-    assert read_lines(out) == [name, summary, summary]
-    assert read_lines(log) == [f"done {name}", f"sq {name}", name]
+    assert file_lines(out) == [name, summary, summary]
+    assert file_lines(log) == [f"done {name}", f"sq {name}", name]
 
 
 async def test_a_prompt_of_any_size_reaches_the_agent(
@@ -69,7 +57,7 @@ async def test_a_prompt_of_any_size_reaches_the_agent(
     graph = graphs.graph_create(
         store, {"name": "g", "workdir": str(repo), "nodes": [node], "specs": [spec]}
     )["id"]
-    settled = await run_to_the_end(store, serving, graph)
+    settled = await settle(serving, store, graph)
     assert settled["status"] == "completed", settled
     (launch,) = agent_runs(record)
     assert context.strip() in launch["prompt"]
@@ -85,8 +73,8 @@ async def test_a_command_reading_an_oversized_marker_fails_saying_why(
     graph = graphs.graph_create(
         store, {"name": "g", "workdir": str(repo), "nodes": nodes, "specs": [spec]}
     )["id"]
-    settled = await run_to_the_end(store, serving, graph)
+    settled = await settle(serving, store, graph)
     assert settled["status"] == "failed"
-    (node_run,) = settled["node_runs"]
+    (node_run,) = graphs.graph_get(store, graph)["node_runs"]
     assert node_run["status"] == "failed"
     assert "marker {{context}} in command holds 195 KiB" in node_run["error"]

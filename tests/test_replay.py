@@ -29,7 +29,7 @@ from canopy.store.models import Graph
 from canopy.workflows.graph_run import GraphRun
 from canopy.workflows.session_delivery import SessionDelivery
 from tests.conftest import make_specs
-from tests.engine import FAKE_AGENT, eventually, fake_node
+from tests.engine import FAKE_AGENT, eventually, fake_node, settle
 
 pytestmark = pytest.mark.server
 HISTORIES = Path(__file__).parent / "histories"
@@ -38,12 +38,6 @@ SETTLE_TIMEOUT = 60.0
 Scenario = Callable[[Client, Store, Path], Awaitable[str]]
 """Sets up and runs one workflow; returns its workflow id once it settled."""
 CHECK = {"name": "check", "command": "true"}
-
-
-async def settle(store: Store, graph: str, queue: str | None = None) -> dict[str, object]:
-    started = await runs.graph_run(store, graph, queue=queue)
-    settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
-    return {**started, **settled}
 
 
 async def drain(client: Client, store: Store, repo: Path) -> str:
@@ -58,7 +52,7 @@ async def drain(client: Client, store: Store, repo: Path) -> str:
     graph = graphs.graph_create(
         store, {"name": "g", "workdir": str(repo), "nodes": [implement, check]}
     )
-    result = await settle(store, graph["id"], queue)
+    result = await settle(client, store, graph["id"], queue=queue)
     assert result["status"] == "completed"
     return str(result["workflow_id"])
 
@@ -70,7 +64,7 @@ async def settle_failed(client: Client, store: Store, repo: Path) -> str:
     graph = graphs.graph_create(
         store, {"name": "g", "workdir": str(repo), "nodes": [node], "specs": bound}
     )
-    result = await settle(store, graph["id"])
+    result = await settle(client, store, graph["id"])
     assert result["status"] == "failed"
     return str(result["workflow_id"])
 
@@ -81,7 +75,7 @@ async def continue_as_new(client: Client, store: Store, repo: Path) -> str:
     for spec_id in make_specs(store, "alpha", "beta", "gamma"):
         queues.queue_add_spec(store, queue, spec_id)
     graph = graphs.graph_create(store, {"name": "g", "workdir": str(repo), "nodes": [CHECK]})
-    result = await settle(store, graph["id"], queue)
+    result = await settle(client, store, graph["id"], queue=queue)
     assert result["status"] == "completed"
     info = graphs.graph_get(store, graph["id"])
     assert info["runs"][0]["summary"]["completed"] == 3, "counts carried across executions"
@@ -113,7 +107,7 @@ async def pass_over(client: Client, store: Store, repo: Path) -> str:
         store,
         {"name": "h", "workdir": str(repo), "allow_dirty_start": True, "nodes": [CHECK]},
     )["id"]
-    assert (await settle(store, other, other_queue))["status"] == "completed"
+    assert (await settle(client, store, other, queue=other_queue))["status"] == "completed"
     (repo / "scratch.txt").unlink()
     await control.graph_continue(store, graph)
     settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
@@ -141,7 +135,7 @@ async def ensemble_failover(client: Client, store: Store, repo: Path) -> str:
             "specs": make_specs(store, "alpha"),
         },
     )
-    result = await settle(store, graph["id"])
+    result = await settle(client, store, graph["id"])
     assert result["status"] == "completed"
     info = graphs.graph_get(store, graph["id"])
     assert [(n["platform"], n["status"]) for n in info["node_runs"]] == [

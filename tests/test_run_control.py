@@ -2,7 +2,6 @@
 stop, reset, and warm sessions for context groups (reference: "Dirty-tree guard between
 specs", "Context groups"; DESIGN §6.4 to §6.9)."""
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,30 +12,16 @@ from canopy.contracts.graph_run import ContinueRequest
 from canopy.ops import graphs, queues, runs, specs
 from canopy.store.engine import Store
 from canopy.store.models import Graph
+from tests import engine
 from tests.conftest import make_specs
-from tests.engine import alive, eventually, fake_node, git
+from tests.engine import agent_runs, alive, eventually, fake_node, git, make_graph, make_queue
 
 pytestmark = pytest.mark.server
 TIMEOUT = 60.0
 
 
-@pytest.fixture
-def store(home_store: Store) -> Store:
-    return home_store
-
-
-def make_queue(store: Store, members: list[str], group: str | None = None) -> str:
-    queue: str = queues.queue_create(store, "q")["id"]
-    for spec_id in members:
-        queues.queue_add_spec(store, queue, spec_id, group=group)
-    return queue
-
-
-def make_graph(store: Store, repo: Path, nodes: list[dict[str, Any]], **extra: Any) -> str:
-    graph: dict[str, Any] = graphs.graph_create(
-        store, {"name": "build", "workdir": str(repo), "nodes": nodes, **extra}
-    )
-    return str(graph["id"])
+store = engine.home_store
+"""Here the store is the one the worker's activities write: this test's data dir."""
 
 
 def dirty_after(spec_id: str) -> dict[str, Any]:
@@ -233,15 +218,9 @@ async def test_reset_of_an_active_run_returns_the_graph_to_idle_and_reopens_boun
     assert graphs.graph_get(store, graph)["runs"][0]["status"] == "reset"
 
 
-def agent_records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 async def test_grouped_specs_resume_the_last_completed_siblings_session(
-    serving: Client, store: Store, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    serving: Client, store: Store, repo: Path, record: Path
 ) -> None:
-    record = tmp_path / "record.jsonl"
-    monkeypatch.setenv("FAKE_AGENT_RECORD", str(record))
     g1, g2, loner, g3, g4 = make_specs(store, "g1", "g2", "loner", "g3", "g4")
     queue = queues.queue_create(store, "q")["id"]
     for spec_id, group in ((g1, "auth"), (g2, "auth"), (loner, None), (g3, "auth"), (g4, "auth")):
@@ -254,7 +233,7 @@ async def test_grouped_specs_resume_the_last_completed_siblings_session(
     graph = make_graph(store, repo, [implement, check])
     await runs.graph_run(store, graph, queue=queue)
     await runs.wait_until_settled(store, graph, TIMEOUT)
-    by_spec = {r["prompt"].splitlines()[0]: r for r in agent_records(record)}
+    by_spec = {r["prompt"].splitlines()[0]: r for r in agent_runs(record)}
     assert by_spec["g1"]["resumed"] is None
     assert by_spec["g2"]["resumed"] == by_spec["g1"]["session_id"]
     assert by_spec["g3"]["resumed"] == by_spec["g2"]["session_id"]

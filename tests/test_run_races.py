@@ -20,7 +20,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from canopy.activities import bookkeeping, run_state
 from canopy.contracts.graph_run import NextSpec, RunCounts
 from canopy.errors import Refused
-from canopy.ops import graphs, queues, runs
+from canopy.ops import queues, runs
 from canopy.paths import configured_db_url
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import Store
@@ -28,6 +28,7 @@ from canopy.store.models import Graph, NodeRun, Run
 from canopy.temporal import client as temporal_client
 from tests.cli_helpers import canopy_env
 from tests.conftest import make_specs, snapshot
+from tests.engine import make_graph, make_queue
 
 pytestmark = pytest.mark.server
 SETTLE_TIMEOUT = 120.0
@@ -52,19 +53,6 @@ def counting_node(log: Path) -> dict[str, Any]:
 def executions(log: Path) -> Counter[str]:
     """How many times each spec was executed."""
     return Counter(log.read_text().split()) if log.exists() else Counter()
-
-
-def make_queue(store: Store, name: str, spec_ids: list[str]) -> str:
-    queue: str = queues.queue_create(store, name)["id"]
-    for spec_id in spec_ids:
-        queues.queue_add_spec(store, queue, spec_id)
-    return queue
-
-
-def make_graph(store: Store, name: str, repo: Path, log: Path) -> str:
-    definition = {"name": name, "workdir": str(repo), "nodes": [counting_node(log)]}
-    graph: str = graphs.graph_create(store, definition)["id"]
-    return graph
 
 
 def active_runs(store: Store, graph: str) -> list[str]:
@@ -95,8 +83,8 @@ async def test_ten_simultaneous_starts_leave_one_run_and_nine_one_line_refusals(
 ) -> None:
     log = tmp_path / "executions.txt"
     spec_ids = make_specs(store, "alpha", "beta", "gamma")
-    queue = make_queue(store, "nightly", spec_ids)
-    graph = make_graph(store, "build", repo, log)
+    queue = make_queue(store, spec_ids, "nightly")
+    graph = make_graph(store, repo, [counting_node(log)])
     results = await asyncio.gather(
         *(runs.graph_run(store, graph, queue=queue) for _ in range(RACERS)),
         return_exceptions=True,
@@ -129,8 +117,8 @@ async def test_ten_simultaneous_cli_starts_print_one_line_each(
 ) -> None:
     log = tmp_path / "executions.txt"
     spec_ids = make_specs(store, "alpha", "beta", "gamma")
-    make_queue(store, "nightly", spec_ids)
-    graph = make_graph(store, "build", repo, log)
+    make_queue(store, spec_ids, "nightly")
+    graph = make_graph(store, repo, [counting_node(log)])
     env = canopy_env(canopy_home, TEMPORAL_ADDRESS=serving.service_client.config.target_host)
     db_url = configured_db_url()
     if db_url is not None:  # the Postgres variant
@@ -169,11 +157,11 @@ async def test_two_graphs_draining_queues_that_share_specs_run_each_spec_once(
     for attempt in range(TRIES):
         log = tmp_path / f"executions-{attempt}.txt"
         spec_ids = make_specs(store, *(f"spec{attempt}-{i}" for i in range(SHARED_SPECS)))
-        first = make_graph(store, f"first{attempt}", repo, log)
-        second = make_graph(store, f"second{attempt}", repo, log)
+        first = make_graph(store, repo, [counting_node(log)], f"first{attempt}")
+        second = make_graph(store, repo, [counting_node(log)], f"second{attempt}")
         started = await asyncio.gather(
-            runs.graph_run(store, first, queue=make_queue(store, f"a{attempt}", spec_ids)),
-            runs.graph_run(store, second, queue=make_queue(store, f"b{attempt}", spec_ids)),
+            runs.graph_run(store, first, queue=make_queue(store, spec_ids, f"a{attempt}")),
+            runs.graph_run(store, second, queue=make_queue(store, spec_ids, f"b{attempt}")),
         )
         settled = [await runs.wait_until_settled(store, g, SETTLE_TIMEOUT) for g in (first, second)]
         assert executions(log) == Counter(spec_ids), f"try {attempt}"
@@ -220,7 +208,7 @@ async def test_a_start_waits_for_the_previous_workflow_to_close(
 ) -> None:
     log = tmp_path / "executions.txt"
     (spec,) = make_specs(store, "alpha")
-    graph = make_graph(store, "build", repo, log)
+    graph = make_graph(store, repo, [counting_node(log)])
     lingering = serving.get_workflow_handle(await lingering_workflow(serving, graph))
     waiting = asyncio.Event()
     closes_within = runs._closes_within
@@ -230,7 +218,7 @@ async def test_a_start_waits_for_the_previous_workflow_to_close(
         return await closes_within(*args)
 
     monkeypatch.setattr(runs, "_closes_within", spy)
-    start = asyncio.create_task(runs.graph_run(store, graph, queue=make_queue(store, "q", [spec])))
+    start = asyncio.create_task(runs.graph_run(store, graph, queue=make_queue(store, [spec])))
     await asyncio.wait_for(waiting.wait(), SETTLE_TIMEOUT)
     await lingering.terminate("the previous run closes")
     started = await start
@@ -243,7 +231,7 @@ async def test_a_start_waits_for_the_previous_workflow_to_close(
 async def test_a_start_is_refused_while_the_graphs_workflow_keeps_running(
     serving: Client, store: Store, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    graph = make_graph(store, "build", repo, tmp_path / "executions.txt")
+    graph = make_graph(store, repo, [counting_node(tmp_path / "executions.txt")])
     with store.transaction() as db:
         db.get_one(Graph, graph).blocker = {"kind": "spec_failed", "message": "m"}
     workflow_id = await lingering_workflow(serving, graph)
@@ -264,11 +252,11 @@ async def test_a_spec_another_run_holds_is_passed_over_and_named_never_blamed(
     store: Store, repo: Path, tmp_path: Path
 ) -> None:
     alpha, beta = make_specs(store, "alpha", "beta")
-    log = tmp_path / "executions.txt"
-    mine_queue = make_queue(store, "mine", [alpha, beta])
-    mine = runs.prepare_run(store, make_graph(store, "mine", repo, log), queue=mine_queue)
-    theirs_queue = make_queue(store, "theirs", [alpha])
-    theirs = runs.prepare_run(store, make_graph(store, "theirs", repo, log), queue=theirs_queue)
+    nodes = [counting_node(tmp_path / "executions.txt")]
+    mine_queue = make_queue(store, [alpha, beta], "mine")
+    mine = runs.prepare_run(store, make_graph(store, repo, nodes, "mine"), queue=mine_queue)
+    theirs_queue = make_queue(store, [alpha], "theirs")
+    theirs = runs.prepare_run(store, make_graph(store, repo, nodes, "theirs"), queue=theirs_queue)
     mine_id, theirs_id = mine.start.run_id, theirs.start.run_id
     held = NextSpec(spec_id=alpha, name="alpha")
 
@@ -301,7 +289,7 @@ async def test_a_spec_another_run_holds_is_passed_over_and_named_never_blamed(
 
 
 async def test_a_retried_reset_leaves_the_next_run_alone(store: Store, repo: Path) -> None:
-    graph = make_graph(store, "build", repo, repo.parent / "executions.txt")
+    graph = make_graph(store, repo, [counting_node(repo.parent / "executions.txt")])
     first = runs.prepare_run(store, graph).start.run_id
     await run_state.reset_run(first)
     second = runs.prepare_run(store, graph).start.run_id

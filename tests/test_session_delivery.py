@@ -27,6 +27,7 @@ from canopy.ops.session_wake import (
 from canopy.sessions.transcripts import read_turns
 from canopy.store.engine import Store
 from canopy.store.models import HookRun
+from tests import engine
 from tests.conftest import make_specs, snapshot
 from tests.engine import FAKE_AGENT, agent_runs, eventually
 
@@ -34,9 +35,8 @@ pytestmark = pytest.mark.server
 TIMEOUT = 60.0
 
 
-@pytest.fixture
-def store(home_store: Store) -> Store:
-    return home_store
+store = engine.home_store
+"""Here the store is the one the worker's activities write: this test's data dir."""
 
 
 async def deliver(store: Store, session: str, prompt: str) -> dict[str, Any]:
