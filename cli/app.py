@@ -1,47 +1,113 @@
-"""The typer application: one sub-app per noun, registered here."""
+"""The typer application: the root ``canopy`` command, whose commands load only when used.
 
-from pathlib import Path
-from typing import Annotated
+Importing every command module up front cost each command the imports of all the others
+(SQLAlchemy, the Temporal contracts, pydantic, jinja2, the platforms), about half a
+second. So the root knows its commands only by name, the module that defines each and the
+line ``canopy --help`` shows for it (:data:`COMMANDS`); ``canopy spec get`` imports
+:mod:`canopy.cli.spec_cmds` alone, and ``canopy --help`` imports no command module.
+``tests/test_cli.py`` checks that the help lines match the commands' own help.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
-from canopy.cli import (
-    control_cmds,
-    graph_cmds,
-    mcp_cmds,
-    queue_cmds,
-    run_cmds,
-    server_cmds,
-    session_cmds,
-    spec_cmds,
-)
-from canopy.cli import demo as demo_tour
+if TYPE_CHECKING:
+    from typer._click import Command, Context  # typer's own copy of click, not click
+
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "notifications": (
+        "canopy.cli.session_cmds",
+        "notifications_command",
+        "What went wrong while nobody watched: undeliverable messages, failed deliveries.",
+    ),
+    "up": (
+        "canopy.cli.server_cmds",
+        "up",
+        "Start the dev server (if needed) and the worker in the background; wait until serving.",
+    ),
+    "down": (
+        "canopy.cli.server_cmds",
+        "down",
+        "Stop the background worker gracefully, then the dev server.",
+    ),
+    "worker": (
+        "canopy.cli.server_cmds",
+        "worker",
+        "Run the worker in the foreground (same as `python worker.py`); --json logs JSON lines.",
+    ),
+    "mcp": ("canopy.cli.mcp_cmds", "mcp", "Serve Canopy's tools to an agent over MCP (stdio)."),
+    "demo": (
+        "canopy.cli.demo_cmds",
+        "demo",
+        "A guided tour on a scratch data dir: backlog, queues, then a real graph run over the\n"
+        "queue on the embedded Temporal server (what `make demo` runs).",
+    ),
+    "spec": ("canopy.cli.spec_cmds", "app", "The spec backlog."),
+    "queue": ("canopy.cli.queue_cmds", "app", "Ordered queues of specs with context groups."),
+    "graph": ("canopy.cli.graph_cmds", "app", "Graphs: pipelines of agent and command nodes."),
+    "session": ("canopy.cli.session_cmds", "app", "Interactive sessions and their messages."),
+    "server": ("canopy.cli.server_cmds", "app", "The embedded Temporal dev server."),
+}
+"""Every command of the root, in help order: the module defining it, the attribute there
+(a sub-app, or a command function) and its line in ``canopy --help``. For a sub-app that
+line is also its help; a command function's help is its docstring, whose first paragraph
+the line repeats."""
+
+
+def load_command(name: str) -> Command:
+    """The click command ``canopy NAME`` runs, built as typer would have built it inside
+    the root (a sub-app gets its help line as its help)."""
+    module_name, attribute, help_line = COMMANDS[name]
+    target = getattr(import_module(module_name), attribute)
+    holder = typer.Typer(add_completion=False)
+    if isinstance(target, typer.Typer):
+        holder.add_typer(target, name=name, help=help_line)
+        group = typer.main.get_command(holder)
+        assert isinstance(group, TyperGroup)
+        return group.commands[name]
+    holder.command(name)(target)
+    return typer.main.get_command(holder)
+
+
+class LazyRoot(TyperGroup):
+    """The root group: its commands are help lines until one of them is run.
+
+    Typer's help lists ``self.commands``, which hold stand-ins carrying only a name and a
+    help line; :meth:`resolve_command`, which every invocation
+    goes through, swaps in the real command. Unknown names are refused (with typer's
+    "did you mean") exactly as before, since the names are all there.
+    """
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        for name, (_module, _attribute, help_line) in COMMANDS.items():
+            self.commands[name] = TyperCommand(name, help=help_line)
+
+    def resolve_command(
+        self, ctx: Context, args: list[str]
+    ) -> tuple[str | None, Command | None, list[str]]:
+        """The command ``args`` name, loaded; refusals as typer makes them."""
+        name, command, rest = super().resolve_command(ctx, args)
+        if name is not None:
+            command = self.commands[name] = load_command(name)
+        return name, command, rest
+
 
 app = typer.Typer(
     name="canopy",
+    cls=LazyRoot,
     help="Run AI coding agents unattended over a backlog of specs, on Temporal.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.add_typer(spec_cmds.app, name="spec", help="The spec backlog.")
-app.add_typer(queue_cmds.app, name="queue", help="Ordered queues of specs with context groups.")
-app.add_typer(graph_cmds.app, name="graph", help="Graphs: pipelines of agent and command nodes.")
-run_cmds.register(graph_cmds.app)
-control_cmds.register(graph_cmds.app)
-session_cmds.register(app)
-server_cmds.register(app)
-mcp_cmds.register(app)
 
 
-@app.command("demo")
-def demo(
-    home: Annotated[
-        Path, typer.Option("--home", help="Scratch data dir (wiped first).")
-    ] = demo_tour.DEFAULT_HOME,
-    port: server_cmds.PortOption = 7233,
-    ui_port: server_cmds.UiPortOption = 8233,
-) -> None:
-    """A guided tour on a scratch data dir: backlog, queues, then a real graph run over the
-    queue on the embedded Temporal server (what `make demo` runs)."""
-    demo_tour.tour(home, port, ui_port)
+@app.callback()
+def root() -> None:
+    """Does nothing itself: the callback makes typer build the root as a group."""

@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 import typer
 
-from canopy.cli import graph_views
+from canopy.cli import control_cmds, graph_views, run_cmds
 from canopy.cli.inputs import read_text
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import emit, print_line
@@ -66,3 +66,7 @@ def delete(graph: str, as_json: JsonFlag = False) -> None:
         as_json,
         lambda: print_line(f"deleted {result['id']} ({released} spec(s) now standalone)"),
     )
+
+
+run_cmds.register(app)
+control_cmds.register(app)

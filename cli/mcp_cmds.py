@@ -1,10 +1,8 @@
 """``canopy mcp``: serve Canopy's tools to an AI agent over MCP on stdio (docs/mcp.md).
 
-The MCP SDK is imported inside the command: importing ``mcp.server`` takes most of a
-second, and every other command loads this module through :mod:`canopy.cli.app`.
+The MCP SDK is imported when the server starts: importing ``mcp.server`` takes most of a
+second, which ``canopy mcp --help`` need not pay.
 """
-
-import typer
 
 
 def mcp() -> None:
@@ -17,8 +15,3 @@ def mcp() -> None:
     from canopy.cli.mcp_server import serve
 
     serve()
-
-
-def register(app: typer.Typer) -> None:
-    """Add the ``mcp`` command to ``app``."""
-    app.command("mcp")(mcp)

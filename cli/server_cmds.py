@@ -1,9 +1,8 @@
 """``canopy server start|stop|status``, ``canopy up|down`` and ``canopy worker``.
 
-``cli.app`` imports this module for every command, and store-only commands must not load
-temporalio: :mod:`canopy.temporal.devserver` and :mod:`canopy.temporal.daemon` are
-stdlib-only at import time, and the worker module (which imports the SDK) is imported
-inside ``worker``.
+:mod:`canopy.temporal.devserver` and :mod:`canopy.temporal.daemon` are stdlib-only at
+import time, and the worker module (which imports the SDK) is imported inside ``worker``,
+so ``canopy server status`` and every ``--help`` here start without temporalio.
 """
 
 from typing import Annotated, Any
@@ -130,13 +129,7 @@ def worker(json: JsonFlag = False) -> None:
     worker_module.main(json_logs=json)
 
 
-def register(app: typer.Typer) -> None:
-    """Add the ``server`` sub-app and the ``up``, ``down`` and ``worker`` commands to ``app``."""
-    server = typer.Typer(no_args_is_help=True)
-    server.command("start")(server_start)
-    server.command("stop")(server_stop)
-    server.command("status")(server_status)
-    app.add_typer(server, name="server", help="The embedded Temporal dev server.")
-    app.command("up")(up)
-    app.command("down")(down)
-    app.command("worker")(worker)
+app = typer.Typer(no_args_is_help=True)
+app.command("start")(server_start)
+app.command("stop")(server_stop)
+app.command("status")(server_status)

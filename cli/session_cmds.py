@@ -142,9 +142,3 @@ def notifications_command(
     """What went wrong while nobody watched: undeliverable messages, failed deliveries."""
     result = notifications.notifications_list(open_store(), limit)
     emit(result, as_json, lambda: views.show_notifications(result))
-
-
-def register(root: typer.Typer) -> None:
-    """Add ``session`` and ``notifications`` to the root app."""
-    root.add_typer(app, name="session", help="Interactive sessions and their messages.")
-    root.command("notifications")(notifications_command)

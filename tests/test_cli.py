@@ -1,11 +1,13 @@
 """The CLI as users run it: subprocesses against a temporary ``CANOPY_HOME``."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from canopy.cli.app import app
+from canopy.cli.app import COMMANDS, app, load_command
 from canopy.store.engine import Store
 from tests.cli_helpers import Result, canopy_env, run_canopy
 from tests.conftest import body, snapshot
@@ -162,6 +164,52 @@ def test_ambiguous_prefix_lists_candidates(home: Path) -> None:
 def test_usage_errors_exit_2(home: Path) -> None:
     assert run_canopy(home, "spec", "bogus").code == 2
     assert run_canopy(home, "spec", "create").code == 2
+
+
+def modules_loaded(home: Path, *args: str) -> set[str]:
+    """Every module in ``sys.modules`` once ``canopy ARGS`` has run in a fresh interpreter.
+
+    ``-X importtime`` does not report modules loaded through :mod:`importlib`, which is
+    how the root loads its commands.
+    """
+    script = (
+        "import sys; from canopy.cli.main import run; run(sys.argv[1:]); "
+        "sys.stderr.write('\\nloaded: ' + ' '.join(sys.modules))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        env=canopy_env(home),
+        timeout=120,
+    )
+    last = completed.stderr.splitlines()[-1]
+    assert last.startswith("loaded: "), completed.stderr
+    return set(last.split()[1:])
+
+
+COMMAND_MODULES = {module for module, _attribute, _line in COMMANDS.values()}
+
+
+def test_root_help_loads_no_command_module(home: Path) -> None:
+    result = ok(run_canopy(home, "--help"))
+    for name in COMMANDS:
+        assert f"│ {name} " in result.stdout, name
+    loaded = modules_loaded(home, "--help")
+    assert not COMMAND_MODULES & loaded
+    assert not {"sqlalchemy", "pydantic", "jinja2", "temporalio"} & loaded
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_root_help_lines_are_the_commands_own_help(name: str) -> None:
+    """``canopy --help`` shows the first paragraph of each command's help, as typer does."""
+    help_text = load_command(name).help
+    assert help_text is not None
+    assert COMMANDS[name][2] == help_text.split("\n\n")[0]
+
+
+def test_a_command_loads_only_its_own_module(home: Path) -> None:
+    assert COMMAND_MODULES & modules_loaded(home, "server", "status") == {"canopy.cli.server_cmds"}
 
 
 def test_fast_lane_answers_exactly_like_the_full_cli(home: Path) -> None:
