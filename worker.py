@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, NoReturn
 
@@ -90,19 +91,33 @@ def _configure_logging(json_logs: bool) -> None:
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
 
 
-def build_workers(client: Client) -> list[Worker]:
-    """The main-queue worker and this host's agents-queue worker, from the registry."""
+SYNC_ACTIVITY_THREADS = 16
+"""Threads for the synchronous activities (store reads and writes, ``git status``), per
+worker. More would only queue for the store's connections (SQLAlchemy's pool: 5 + 10)."""
+
+
+def activity_threads() -> ThreadPoolExecutor:
+    """The pool a worker runs its synchronous activities on, off the event loop: a slow
+    store call then never delays the heartbeats of the activities sharing the loop."""
+    return ThreadPoolExecutor(SYNC_ACTIVITY_THREADS, thread_name_prefix="canopy-activity")
+
+
+def build_workers(client: Client, threads: Executor) -> list[Worker]:
+    """The main-queue worker and this host's agents-queue worker, from the registry;
+    both run their synchronous activities on ``threads`` (the caller shuts it down)."""
     main = Worker(
         client,
         task_queue=temporal_client.MAIN_TASK_QUEUE,
         workflows=list(WORKFLOWS),
         activities=list(MAIN_ACTIVITIES),
+        activity_executor=threads,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
     )
     agents = Worker(
         client,
         task_queue=temporal_client.agents_task_queue(),
         activities=list(AGENT_ACTIVITIES),
+        activity_executor=threads,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
         max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
@@ -146,7 +161,8 @@ async def serve() -> None:
     """Run both workers until a stop signal (or a worker failure), then shut down."""
     stop = _stop_event()
     client = await temporal_client.connect()
-    workers = build_workers(client)
+    threads = activity_threads()
+    workers = build_workers(client, threads)
     runs = [asyncio.create_task(worker.run()) for worker in workers]
     log.info(
         "serving task queues %s at %s (namespace %s)",
@@ -160,6 +176,7 @@ async def serve() -> None:
     stopping.cancel()
     sweeping.cancel()
     await asyncio.gather(*(worker.shutdown() for worker in workers))
+    threads.shutdown(wait=False)
     await asyncio.gather(*runs)  # re-raises a worker failure, making the exit code non-zero
     log.info("worker shut down cleanly")
 

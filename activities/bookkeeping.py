@@ -34,7 +34,7 @@ from canopy.timefmt import utcnow
 
 
 @activity.defn
-async def next_spec(run_id: str) -> NextSpec | None:
+def next_spec(run_id: str) -> NextSpec | None:
     """The next pending spec: queue members in queue order, else bound specs in order.
 
     Read fresh before every spec, so a reorder or an added member during the run counts.
@@ -62,7 +62,7 @@ async def next_spec(run_id: str) -> NextSpec | None:
 
 
 @activity.defn
-async def begin_spec(run_id: str, spec: NextSpec) -> int | None:
+def begin_spec(run_id: str, spec: NextSpec) -> int | None:
     """Claim the spec for this run and open its passage; ``None`` if the run did not get it.
 
     The claim is a compare-and-set (``pending`` to ``in_progress``): of two runs reaching
@@ -90,7 +90,7 @@ async def begin_spec(run_id: str, spec: NextSpec) -> int | None:
 
 
 @activity.defn
-async def load_node(graph_id: str, node_name: str | None) -> NodeStep | None:
+def load_node(graph_id: str, node_name: str | None) -> NodeStep | None:
     """A node as stored now (``None``: the first node), transitions resolved.
 
     Nodes are read at each dispatch, so a ``graph edit`` during a run takes effect at the
@@ -127,7 +127,7 @@ def _clamped_timeout(node: dict[str, Any]) -> dict[str, Any]:
 
 
 @activity.defn
-async def start_node_run(run_id: str, spec_id: str, node: str, visit: int) -> int:
+def start_node_run(run_id: str, spec_id: str, node: str, visit: int) -> int:
     """Record a node launch before it happens, so ``graph info`` shows it running.
 
     Idempotent: the row is keyed by this workflow execution and activity, which a retry
@@ -155,7 +155,7 @@ async def start_node_run(run_id: str, spec_id: str, node: str, visit: int) -> in
 
 
 @activity.defn
-async def finish_node_run(node_run_id: int, result: NodeResult) -> None:
+def finish_node_run(node_run_id: int, result: NodeResult) -> None:
     """Record how a node run ended: status, exit code, log, harness session, and why it
     failed when that is known (an activity error is otherwise only in the worker's log)."""
     with open_store().transaction() as db:
@@ -170,7 +170,7 @@ async def finish_node_run(node_run_id: int, result: NodeResult) -> None:
 
 
 @activity.defn
-async def finish_spec(passage_id: int, outcome: str, ended_node: str | None) -> bool:
+def finish_spec(passage_id: int, outcome: str, ended_node: str | None) -> bool:
     """Close a spec's passage and set the spec's status from its outcome.
 
     Returns whether the graph has ``on_spec_completed`` hooks right now, so a run whose
@@ -190,9 +190,7 @@ async def finish_spec(passage_id: int, outcome: str, ended_node: str | None) -> 
 
 
 @activity.defn
-async def settle_run(
-    run_id: str, status: str, blocker: dict[str, Any] | None, counts: RunCounts
-) -> None:
+def settle_run(run_id: str, status: str, blocker: dict[str, Any] | None, counts: RunCounts) -> None:
     """Write the run's and the graph's final status (and blocker) together.
 
     The summary carries the run's counts and, under ``held_elsewhere``, which of its specs
@@ -209,7 +207,7 @@ async def settle_run(
 
 
 @activity.defn
-async def queue_settlement(run_id: str) -> dict[str, Any] | None:
+def queue_settlement(run_id: str) -> dict[str, Any] | None:
     """For a drained queue run: ``None`` if every member completed, was skipped or is held
     by another active run, else the blocker naming the members that did not complete
     (DESIGN §6.6). A member another run holds is not this run's failure; the blocker

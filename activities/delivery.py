@@ -9,9 +9,11 @@ written. Turns run detached (:mod:`canopy.activities.detached`), so a worker cra
 neither kills the turn nor sends the prompt twice.
 """
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -54,7 +56,7 @@ class TurnPlan:
 
 
 @activity.defn
-async def next_message(session_id: str) -> NextMessage | None:
+def next_message(session_id: str) -> NextMessage | None:
     """The session's oldest message not yet delivered, if any, with the time it waits
     for when a usage limit held it back (the workflow's timer does the waiting)."""
     with open_store().transaction() as db:
@@ -77,8 +79,9 @@ async def next_message(session_id: str) -> NextMessage | None:
 
 @activity.defn
 async def deliver_message(message_id: str) -> DeliveryOutcome:
-    """Deliver one message as a turn of its session; how it went."""
-    plan = begin_delivery(message_id)
+    """Deliver one message as a turn of its session; how it went. Store work runs on a
+    thread, so a slow store never stalls the heartbeats of the worker's other activities."""
+    plan = await asyncio.to_thread(begin_delivery, message_id)
     if isinstance(plan, DeliveryOutcome):
         return plan
     try:
@@ -92,12 +95,12 @@ async def deliver_message(message_id: str) -> DeliveryOutcome:
             timeout_minutes=TURN_TIMEOUT_MINUTES,
         )
     except (Refused, LaunchError) as error:
-        return finish(plan, FAILED, error=str(error))
-    return settle_turn(plan, platform, end)
+        return await asyncio.to_thread(partial(finish, plan, FAILED, error=str(error)))
+    return await asyncio.to_thread(settle_turn, plan, platform, end)
 
 
 @activity.defn
-async def give_up_message(message_id: str, error: str) -> None:
+def give_up_message(message_id: str, error: str) -> None:
     """Record a message whose delivery kept failing as failed (recallable), with a
     notification, so the messages behind it can go."""
     with open_store().transaction() as db:

@@ -14,8 +14,10 @@ that never started is started, an interactive hook whose message is already queu
 not queued again. Hook runs already finished are left as they are.
 """
 
+import asyncio
 import copy
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -50,25 +52,32 @@ COMMAND_HOOK_TIMEOUT_MINUTES = 60.0
 
 @activity.defn
 async def fire_hooks(firing: HookFiring) -> list[int]:
-    """Run the event's stored hooks in order; the ids of the hook runs run by this attempt."""
-    with open_store().transaction() as db:
-        hooks: list[dict[str, Any]] = list(
-            (db.get_one(Graph, firing.graph_id).hooks or {}).get(firing.event, [])
-        )
-    values = marker_values(firing)
+    """Run the event's stored hooks in order; the ids of the hook runs run by this attempt.
+
+    Store work runs on threads, so a slow store never stalls the worker's heartbeats."""
+    hooks = await asyncio.to_thread(stored_hooks, firing)
+    values = await asyncio.to_thread(marker_values, firing)
     recorded = []
     for index, hook in enumerate(hooks):
         matched = matching_spec(hook, firing)
         if matched is False:
             continue
         hook_values = {**values, "spec_id": matched} if isinstance(matched, str) else values
-        opened = open_hook_run(firing, index, hook, hook_values.get("spec_id"))
+        opened = await asyncio.to_thread(
+            open_hook_run, firing, index, hook, hook_values.get("spec_id")
+        )
         if opened is None:
             continue
         hook_run_id, fired_config = opened
         recorded.append(hook_run_id)
         await run_and_record(hook_run_id, fired_config, hook_values, firing)
     return recorded
+
+
+def stored_hooks(firing: HookFiring) -> list[dict[str, Any]]:
+    """The hooks of the firing's event, as stored now (an edit during the run counts)."""
+    with open_store().transaction() as db:
+        return list((db.get_one(Graph, firing.graph_id).hooks or {}).get(firing.event, []))
 
 
 def matching_spec(hook: dict[str, Any], firing: HookFiring) -> str | bool:
@@ -168,6 +177,13 @@ async def run_and_record(
     except Exception as failure:
         status, output, error = "failed", None, f"{type(failure).__name__}: {failure}"
     log = files.output if files is not None and files.output.exists() else None
+    await asyncio.to_thread(record_hook_end, hook_run_id, status, output, error, log)
+
+
+def record_hook_end(
+    hook_run_id: int, status: str, output: str | None, error: str | None, log: Path | None
+) -> None:
+    """Write how a hook run ended."""
     with open_store().transaction() as db:
         hook_run = db.get_one(HookRun, hook_run_id)
         hook_run.status = status
@@ -210,6 +226,24 @@ async def run_interactive_hook(
     fails the hook with the reason (the prompt stays recallable). A message an
     interrupted attempt already queued for this hook run is not queued again.
     """
+    message_id, session_id, error = await asyncio.to_thread(
+        queue_hook_message, hook, values, firing, hook_run_id
+    )
+    if error is not None or session_id is None:
+        return "failed", None, error
+    queued = f"queued {message_id} for session {session_id}"
+    try:
+        await wake_session(activity.client(), session_id)
+    except Exception as failure:  # the message is stored; the next wake delivers it
+        return "succeeded", f"{queued}; delivery starts at the next wake ({failure})", None
+    return "succeeded", queued, None
+
+
+def queue_hook_message(
+    hook: InteractiveHook, values: dict[str, str | None], firing: HookFiring, hook_run_id: int
+) -> tuple[str, str | None, str | None]:
+    """The hook run's message (queued now, or by an interrupted attempt): its id, the
+    session it targets and why it could not be queued."""
     with open_store().transaction() as db:
         queued_before = db.scalar(select(Message).where(Message.hook_run_id == hook_run_id))
         message = queued_before or enqueue_hook_message(
@@ -222,15 +256,7 @@ async def run_interactive_hook(
             event=firing.event,
             hook_run_id=hook_run_id,
         )
-        message_id, session_id, error = message.id, message.session_id, message.error
-    if error is not None or session_id is None:
-        return "failed", None, error
-    queued = f"queued {message_id} for session {session_id}"
-    try:
-        await wake_session(activity.client(), session_id)
-    except Exception as failure:  # the message is stored; the next wake delivers it
-        return "succeeded", f"{queued}; delivery starts at the next wake ({failure})", None
-    return "succeeded", queued, None
+        return message.id, message.session_id, message.error
 
 
 async def run_command_hook(

@@ -11,6 +11,7 @@ An agent's own non-zero exit is a node failure, returned as a result, never an a
 error; so is anything that keeps the node from starting, with the reason recorded.
 """
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -38,7 +39,9 @@ from canopy.timefmt import utcnow
 
 
 def node_marker_values(launch: NodeLaunch) -> dict[str, str | None]:
-    """Marker values for a node prompt or command: graph, spec, body and its sections."""
+    """Marker values for a node prompt or command: graph, spec, body and its sections.
+
+    A store read: the node activities run it on a thread, off the worker's event loop."""
     with open_store().transaction() as db:
         spec = db.get_one(Spec, launch.spec_id)
         name, body = spec.name, spec.body
@@ -73,9 +76,9 @@ async def run_agent_node(launch: NodeLaunch) -> NodeResult:
     except Refused as refusal:
         return _not_started(launch, files, refusal, agent.platform)
     watcher = OutputWatcher(files.output, platform, launch.resume_session_id)
+    values = await asyncio.to_thread(node_marker_values, launch)
 
     def command() -> Command:
-        values = node_marker_values(launch)
         prompt = markers.render(node.prompt, values, markers.NODE_MARKERS)
         invocation = platform.build_invocation(
             prompt, model=agent.model, effort=agent.effort, resume_session_id=watcher.session_id
@@ -103,9 +106,9 @@ async def run_command_node(launch: NodeLaunch) -> NodeResult:
         raise Refused(f"node {node.name} is not a command node")
     files = node_files(launch)
     watcher = OutputWatcher(files.output, None, None)
+    values = await asyncio.to_thread(node_marker_values, launch)
 
     def command() -> Command:
-        values = node_marker_values(launch)
         rendered, env = markers.shell_command(
             node.command, values, markers.NODE_MARKERS, markers.NODE_ENV_PREFIX
         )

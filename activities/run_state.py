@@ -21,26 +21,26 @@ def _set_status(run_id: str, status: str, blocker: dict[str, Any] | None) -> Non
 
 
 @activity.defn
-async def pause_run(run_id: str, blocker: dict[str, Any]) -> None:
+def pause_run(run_id: str, blocker: dict[str, Any]) -> None:
     """Run and graph ``paused`` with the blocker stored on the graph (not failed)."""
     _set_status(run_id, "paused", blocker)
 
 
 @activity.defn
-async def resume_run(run_id: str) -> None:
+def resume_run(run_id: str) -> None:
     """Run and graph back to ``running``; a resume clears the blocker."""
     _set_status(run_id, "running", None)
 
 
 @activity.defn
-async def schedule_resume(run_id: str, resume_at: datetime | None) -> None:
+def schedule_resume(run_id: str, resume_at: datetime | None) -> None:
     """Record (or clear, ``None``) when a usage-limit wait ends, for ``graph info``."""
     with open_store().transaction() as db:
         db.get_one(Run, run_id).scheduled_resume_at = resume_at
 
 
 @activity.defn
-async def reset_run(run_id: str) -> None:
+def reset_run(run_id: str) -> None:
     """End the run as ``reset``: graph ``idle``, blocker cleared, bound specs reopened.
 
     Only while the run is still active: once the graph is idle the next run may start
@@ -53,14 +53,14 @@ async def reset_run(run_id: str) -> None:
 
 
 @activity.defn
-async def allows_dirty_start(graph_id: str) -> bool:
+def allows_dirty_start(graph_id: str) -> bool:
     """The graph's ``allow_dirty_start``, read fresh (it may be edited while paused)."""
     with open_store().transaction() as db:
         return db.get_one(Graph, graph_id).allow_dirty_start
 
 
 @activity.defn
-async def spec_for_run(run_id: str, spec_id: str) -> NextSpec:
+def spec_for_run(run_id: str, spec_id: str) -> NextSpec:
     """A directed start's spec with its queue group (``continue --spec``)."""
     with open_store().transaction() as db:
         run = db.get_one(Run, run_id)
@@ -73,7 +73,7 @@ async def spec_for_run(run_id: str, spec_id: str) -> NextSpec:
 
 
 @activity.defn
-async def group_session(run_id: str, group: str, node: str, platform: str) -> str | None:
+def group_session(run_id: str, group: str, node: str, platform: str) -> str | None:
     """The harness session node ``node`` captured for the group's latest completed sibling.
 
     Grouped queue members share a warm session (DESIGN §6.9): only siblings whose

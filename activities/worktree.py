@@ -9,7 +9,7 @@ from canopy.workdir import WorktreeState, worktree_state
 
 
 @activity.defn
-async def check_worktree(workdir: str) -> WorktreeState:
+def check_worktree(workdir: str) -> WorktreeState:
     """Dirty paths of ``workdir`` (``git status --porcelain -z``, untracked included)."""
     return worktree_state(workdir)
 

@@ -8,12 +8,13 @@ the config file's ``executable`` override.
 
 import asyncio
 import contextlib
+import inspect
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import pytest
 import pytest_asyncio
@@ -113,13 +114,26 @@ async def worker_for(
     monkeypatch.setattr(
         temporal_client, "agents_task_queue", lambda host=None: f"canopy-agents-{suffix}"
     )
-    workers = worker.build_workers(client)
-    tasks = [asyncio.create_task(w.run()) for w in workers]
-    try:
+    async with running_workers(client):
         yield
-    finally:
-        await asyncio.gather(*(w.shutdown() for w in workers))
-        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@contextlib.asynccontextmanager
+async def running_workers(client: Client) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+    """The daemon's workers, running in-process on the task queues set now; yields a
+    ``stop`` that shuts them down early (and is harmless to call twice)."""
+    with worker.activity_threads() as threads:
+        workers = worker.build_workers(client, threads)
+        tasks = [asyncio.create_task(w.run()) for w in workers]
+
+        async def stop() -> None:
+            await asyncio.gather(*(w.shutdown() for w in workers if w.is_running))
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        try:
+            yield stop
+        finally:
+            await stop()
 
 
 @pytest.fixture
@@ -167,8 +181,19 @@ def repo(tmp_path: Path) -> Path:
     return path
 
 
-async def eventually(check: Callable[[], T | None], what: str, timeout: float = 60.0) -> T:
-    """Poll ``check`` until it returns something truthy; that value. Fails naming ``what``.
+@overload
+async def eventually(
+    check: Callable[[], Awaitable[T | None]], what: str, timeout: float = 60.0
+) -> T: ...
+
+
+@overload
+async def eventually(check: Callable[[], T | None], what: str, timeout: float = 60.0) -> T: ...
+
+
+async def eventually(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    """Poll ``check`` (plain or async) until it returns something truthy; that value.
+    Fails naming ``what``.
 
     The one way run tests wait: on a condition, with a deadline, never a fixed sleep.
     """
@@ -176,6 +201,8 @@ async def eventually(check: Callable[[], T | None], what: str, timeout: float = 
     deadline = loop.time() + timeout
     while loop.time() < deadline:
         value = check()
+        if inspect.isawaitable(value):
+            value = await value
         if value:
             return value
         await asyncio.sleep(0.05)

@@ -51,10 +51,10 @@ async def test_a_retried_start_node_run_finds_its_row_instead_of_adding_one(
     home_store: Store,
 ) -> None:
     run_id = a_run(home_store)
-    first = await attempt("7", 1).run(start_node_run, run_id, "spec-x", "n", 1)
-    retried = await attempt("7", 2).run(start_node_run, run_id, "spec-x", "n", 1)
+    first = attempt("7", 1).run(start_node_run, run_id, "spec-x", "n", 1)
+    retried = attempt("7", 2).run(start_node_run, run_id, "spec-x", "n", 1)
     assert retried == first
     assert node_runs(home_store) == 1
-    another_launch = await attempt("9", 1).run(start_node_run, run_id, "spec-x", "n", 2)
+    another_launch = attempt("9", 1).run(start_node_run, run_id, "spec-x", "n", 2)
     assert another_launch != first
     assert node_runs(home_store) == 2

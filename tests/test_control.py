@@ -32,7 +32,7 @@ from canopy.temporal import client as temporal_client
 from canopy.timefmt import utcnow
 from tests.cli_helpers import run_canopy
 from tests.conftest import make_specs, snapshot
-from tests.engine import eventually, make_graph, node_run_of
+from tests.engine import eventually, make_graph, node_run_of, running_workers
 
 WORKDIR = "/srv/app"
 """The workdir of graphs these tests never run: creating a graph does not look at it."""
@@ -326,15 +326,8 @@ async def stoppable(
     monkeypatch.setattr(temporal_client, "MAIN_TASK_QUEUE", f"canopy-{suffix}")
     monkeypatch.setattr(temporal_client, "agents_task_queue", lambda host=None: f"agents-{suffix}")
     monkeypatch.setattr(worker, "GRACEFUL_SHUTDOWN", timedelta(0))
-    workers = worker.build_workers(client)
-    tasks = [asyncio.create_task(w.run()) for w in workers]
-
-    async def stop() -> None:
-        await asyncio.gather(*(w.shutdown() for w in workers if w.is_running))
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-    yield stop
-    await stop()
+    async with running_workers(client) as stop:
+        yield stop
 
 
 @server
@@ -377,13 +370,8 @@ async def test_a_paused_graph_is_steered_while_no_worker_runs_and_goes_on_when_o
     result = await control.graph_continue(store, graph, wait=1)
     assert result["status"] == "paused"
     assert result["note"].startswith("signal queued: no worker is serving")
-    returned = worker.build_workers(temporal_env.client)  # the same task queues
-    tasks = [asyncio.create_task(w.run()) for w in returned]
-    try:
+    async with running_workers(temporal_env.client):  # the same task queues
         await until(store, graph, lambda row: row.status == "completed")
-    finally:
-        await asyncio.gather(*(w.shutdown() for w in returned))
-        await asyncio.gather(*tasks, return_exceptions=True)
     assert specs.spec_get(store, b)["status"] == "completed"
 
 

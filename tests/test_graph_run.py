@@ -208,6 +208,6 @@ async def test_an_absurd_stored_timeout_cannot_wedge_the_run(
         row.nodes = [{**row.nodes[0], "timeout_minutes": 1e308}]
     result = await settle(serving, store, graph)
     assert result["status"] == "completed", result
-    step = await bookkeeping.load_node(graph, "check")
+    step = bookkeeping.load_node(graph, "check")
     assert step is not None
     assert step.timeout_minutes == step.definition.timeout_minutes == MAX_NODE_TIMEOUT_MINUTES

@@ -260,23 +260,23 @@ async def test_a_spec_another_run_holds_is_passed_over_and_named_never_blamed(
     mine_id, theirs_id = mine.start.run_id, theirs.start.run_id
     held = NextSpec(spec_id=alpha, name="alpha")
 
-    passage = await bookkeeping.begin_spec(theirs_id, held)
+    passage = bookkeeping.begin_spec(theirs_id, held)
     assert passage is not None
-    assert await bookkeeping.begin_spec(theirs_id, held) == passage, "a retry finds its passage"
-    assert await bookkeeping.begin_spec(mine_id, held) is None, "the other run passes it over"
+    assert bookkeeping.begin_spec(theirs_id, held) == passage, "a retry finds its passage"
+    assert bookkeeping.begin_spec(mine_id, held) is None, "the other run passes it over"
 
-    beta_passage = await bookkeeping.begin_spec(mine_id, NextSpec(spec_id=beta, name="beta"))
+    beta_passage = bookkeeping.begin_spec(mine_id, NextSpec(spec_id=beta, name="beta"))
     assert beta_passage is not None
-    await bookkeeping.finish_spec(beta_passage, "completed", "work")
-    assert await bookkeeping.queue_settlement(mine_id) is None, "alpha is not mine to blame"
+    bookkeeping.finish_spec(beta_passage, "completed", "work")
+    assert bookkeeping.queue_settlement(mine_id) is None, "alpha is not mine to blame"
 
     (gamma,) = make_specs(store, "gamma")
     queues.queue_add_spec(store, mine_queue, gamma)
-    gamma_passage = await bookkeeping.begin_spec(mine_id, NextSpec(spec_id=gamma, name="gamma"))
+    gamma_passage = bookkeeping.begin_spec(mine_id, NextSpec(spec_id=gamma, name="gamma"))
     assert gamma_passage is not None
-    await bookkeeping.finish_spec(gamma_passage, "failed", "work")
+    bookkeeping.finish_spec(gamma_passage, "failed", "work")
     line = f"spec alpha ({alpha}) is being run by {theirs_id} of graph theirs"
-    blocker = await bookkeeping.queue_settlement(mine_id)
+    blocker = bookkeeping.queue_settlement(mine_id)
     assert blocker == {
         "kind": "queue_failed",
         "message": f"1 queue member(s) did not complete: gamma ({gamma}: failed); {line}",
@@ -284,16 +284,16 @@ async def test_a_spec_another_run_holds_is_passed_over_and_named_never_blamed(
         "held_elsewhere": [line],
     }
     counts = RunCounts(completed=1, failed=1, specs_started=2)
-    await bookkeeping.settle_run(mine_id, "failed", blocker, counts)
+    bookkeeping.settle_run(mine_id, "failed", blocker, counts)
     assert run_summary(store, mine_id) == {**counts.model_dump(), "held_elsewhere": [line]}
 
 
 async def test_a_retried_reset_leaves_the_next_run_alone(store: Store, repo: Path) -> None:
     graph = make_graph(store, repo, [counting_node(repo.parent / "executions.txt")])
     first = runs.prepare_run(store, graph).start.run_id
-    await run_state.reset_run(first)
+    run_state.reset_run(first)
     second = runs.prepare_run(store, graph).start.run_id
-    await run_state.reset_run(first)  # the first attempt's answer was lost: Temporal retries
+    run_state.reset_run(first)  # the first attempt's answer was lost: Temporal retries
     assert active_runs(store, graph) == [second]
     with store.transaction() as db:
         assert db.get_one(Graph, graph).status == "running"
