@@ -7,11 +7,12 @@ load.
 """
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from canopy.contracts.graph_run import NodeLaunch, NodeStep
 from canopy.graphs.model import (
@@ -28,34 +29,29 @@ from canopy.graphs.model import (
 )
 from canopy.ops.graph_info import GraphInfo
 
-NODES: list[tuple[dict[str, Any], type]] = [
-    ({"name": "a", "platform": "claude", "prompt": "p", "model": "m", "max_visits": 3}, AgentNode),
-    ({"name": "e", "ensemble": "team", "prompt": "p", "max_visits": 3}, EnsembleNode),
-    ({"name": "c", "command": "make test", "on_failure": "a", "max_visits": 2}, CommandNode),
+PARTS: list[tuple[Callable[[dict[str, Any]], BaseModel], dict[str, Any], type]] = [
+    (stored_node, {"name": "a", "platform": "claude", "prompt": "p", "max_visits": 3}, AgentNode),
+    (stored_node, {"name": "e", "ensemble": "team", "prompt": "p", "max_visits": 3}, EnsembleNode),
+    (
+        stored_node,
+        {"name": "c", "command": "make", "on_failure": "a", "max_visits": 2},
+        CommandNode,
+    ),
+    (stored_hook, {"platform": "claude", "prompt": "p", "timeout_minutes": 30}, AgentHook),
+    (stored_hook, {"command": "notify-send done"}, CommandHook),
+    (stored_hook, {"prompt": "p", "target_session_name": "s", "spec_ids": ["x"]}, InteractiveHook),
 ]
-HOOKS: list[tuple[dict[str, Any], type]] = [
-    ({"platform": "claude", "prompt": "p", "timeout_minutes": 30}, AgentHook),
-    ({"command": "notify-send done"}, CommandHook),
-    ({"prompt": "p", "target_session_name": "pair", "spec_ids": ["spec-1"]}, InteractiveHook),
-]
 
 
-@pytest.mark.parametrize(("stored", "kind"), NODES, ids=lambda v: getattr(v, "__name__", ""))
-def test_a_stored_node_is_its_kind_and_dumps_back_unchanged(
-    stored: dict[str, Any], kind: type
+@pytest.mark.parametrize(
+    ("load", "stored", "kind"), PARTS, ids=[kind.__name__ for *_, kind in PARTS]
+)
+def test_a_stored_part_is_its_kind_and_dumps_back_unchanged(
+    load: Callable[[dict[str, Any]], BaseModel], stored: dict[str, Any], kind: type
 ) -> None:
-    node = stored_node(stored)
-    assert type(node) is kind
-    assert node.model_dump(exclude_none=True) == stored
-
-
-@pytest.mark.parametrize(("stored", "kind"), HOOKS, ids=lambda v: getattr(v, "__name__", ""))
-def test_a_stored_hook_is_its_mode_and_dumps_back_unchanged(
-    stored: dict[str, Any], kind: type
-) -> None:
-    hook = stored_hook(stored)
-    assert type(hook) is kind
-    assert hook.model_dump(exclude_none=True) == stored
+    part = load(stored)
+    assert type(part) is kind
+    assert part.model_dump(exclude_none=True) == stored
 
 
 def test_null_fields_of_other_kinds_are_accepted_as_not_set() -> None:
