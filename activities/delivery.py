@@ -96,7 +96,7 @@ async def deliver_message(message_id: str) -> DeliveryOutcome:
         )
     except (Refused, LaunchError) as error:
         return await asyncio.to_thread(partial(finish, plan, FAILED, error=str(error)))
-    return await asyncio.to_thread(settle_turn, plan, platform, end)
+    return await asyncio.to_thread(record_turn, plan, platform, end)
 
 
 @activity.defn
@@ -154,7 +154,7 @@ def begin_delivery(message_id: str) -> TurnPlan | DeliveryOutcome:
         )
 
 
-def settle_turn(plan: TurnPlan, platform: Platform, end: ProcessEnd) -> DeliveryOutcome:
+def record_turn(plan: TurnPlan, platform: Platform, end: ProcessEnd) -> DeliveryOutcome:
     """Read what the turn printed and record the delivery (or the wait, or the failure)."""
     output = plan.files.output.read_text(errors="replace") if plan.files.output.exists() else ""
     if end.exit_code is None:

@@ -1,4 +1,5 @@
-"""GraphRun: one execution of a graph over its bound specs or a queue (DESIGN §6).
+"""GraphRun: one run of a graph over its bound specs or a queue (DESIGN §6); a long run
+is a chain of workflow executions (continue-as-new), one workflow id.
 
 Deterministic orchestration only. The next spec and each node are read from the store
 through activities right before they are used, so reorders and graph edits during a run

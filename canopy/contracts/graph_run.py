@@ -15,7 +15,8 @@ from canopy.graphs.model import AgentConfig, AgentNode, EnsembleNode, Node
 from canopy.limits import NODE_TIMEOUT_MINUTES
 
 GRAPH_RUN_WORKFLOW = "GraphRun"
-"""Workflow type name: one execution drains one run of a graph (``RunInput``)."""
+"""Workflow type name: one workflow id drains one run of a graph (``RunInput``), as a
+chain of executions when it continues as new."""
 
 SpecOutcome = Literal["completed", "failed", "skipped", "interrupted", "limit_blocked"]
 NodeStatus = Literal["succeeded", "failed", "limit_blocked", "timed_out", "interrupted"]

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 CONTINUE_MODES: tuple[str, ...] = get_args(ContinueMode)
 
-SETTLE_WAIT_SECONDS = 5.0
+ANSWER_WAIT_SECONDS = 5.0
 """How long a command polls the store for the workflow's answer before explaining the delay."""
 POLL_SECONDS = 0.1
 STUCK_TASK_SECONDS = 1.0
@@ -261,7 +261,7 @@ async def graph_continue(
     mode: str = "recheck",
     node: str | None = None,
     spec: str | None = None,
-    wait: float = SETTLE_WAIT_SECONDS,
+    wait: float = ANSWER_WAIT_SECONDS,
 ) -> dict[str, Any]:
     """Resume a paused run: ``recheck`` the dirty-tree guard, ``run_from_node`` (a directed
     start of ``spec`` at ``node``, not refused by the guard) or ``skip_next_spec``."""
@@ -276,7 +276,7 @@ async def graph_continue(
 
 
 async def graph_pause(
-    store: Store, graph: str, wait: float = SETTLE_WAIT_SECONDS
+    store: Store, graph: str, wait: float = ANSWER_WAIT_SECONDS
 ) -> dict[str, Any]:
     """Pause a running graph at the next spec boundary (the spec in flight finishes)."""
     state = _state_of(store, graph)
@@ -285,7 +285,7 @@ async def graph_pause(
     return await _send(store, state, Control(SIGNAL_PAUSE, None, _not_running, late), wait)
 
 
-async def graph_stop(store: Store, graph: str, wait: float = SETTLE_WAIT_SECONDS) -> dict[str, Any]:
+async def graph_stop(store: Store, graph: str, wait: float = ANSWER_WAIT_SECONDS) -> dict[str, Any]:
     """Cancel the node in flight (its process group is killed), mark the spec interrupted
     and pause; ``continue`` runs the spec again."""
     state = _state_of(store, graph)
@@ -295,7 +295,7 @@ async def graph_stop(store: Store, graph: str, wait: float = SETTLE_WAIT_SECONDS
 
 
 async def graph_reset(
-    store: Store, graph: str, wait: float = SETTLE_WAIT_SECONDS
+    store: Store, graph: str, wait: float = ANSWER_WAIT_SECONDS
 ) -> dict[str, Any]:
     """Return the graph to ``idle``: blocker cleared, bound specs reopened to pending.
 

@@ -109,7 +109,8 @@ class GraphSpec(Base):
 
 
 class Run(Base):
-    """One execution of a graph over its bound specs or a queue: one Temporal workflow."""
+    """One run of a graph over its bound specs or a queue: one Temporal workflow id (a chain
+    of executions when it continues as new)."""
 
     __tablename__ = "runs"
 
