@@ -4,110 +4,121 @@ Ordering rules live in :mod:`canopy.backlog.queue_rules`; this module loads memb
 rule and writes positions back. Every mutation first touches the queue's row, which
 takes the write lock on SQLite and a row lock on Postgres, so concurrent edits of one
 queue serialise instead of computing positions from a stale read.
+
+Like :mod:`canopy.ops.specs`, it is written in portable SQL against a
+:data:`~canopy.store.queries.Rows` runner: each operation takes the store or, from the
+CLI's fast lane, a runner on the stdlib ``sqlite3`` module.
 """
 
-from typing import Any
+from __future__ import annotations
 
-from sqlalchemy import delete, select, update
-from sqlalchemy.orm import Session
+from typing import TYPE_CHECKING, Any
 
 from canopy.backlog.queue_rules import Member, grouped_add_index, regrouped, reordered
 from canopy.errors import Refused
 from canopy.ids import new_id
 from canopy.limits import GROUP_MAX_LENGTH, clean_name
-from canopy.ops.common import rows_of
+from canopy.ops.common import sql_transaction
 from canopy.store import queries
-from canopy.store.engine import Store
-from canopy.store.models import Queue, QueueMember, Spec
 from canopy.timefmt import utcnow
 
+if TYPE_CHECKING:
+    from canopy.store.engine import Store
+    from canopy.store.queries import Rows
 
-def queue_create(store: Store, name: str) -> dict[str, Any]:
+
+def queue_create(store: Store | Rows, name: str) -> dict[str, Any]:
     """An empty queue; names are unique so they can stand in for ids."""
     checked_name = clean_name(name, "queue name")
-    with store.transaction() as db:
-        taken = db.scalar(select(Queue.id).where(Queue.name == checked_name))
-        if taken is not None:
-            raise Refused(f"queue name {checked_name!r} is taken by {taken}")
-        queue = Queue(id=new_id("queue"), name=checked_name, created_at=utcnow())
-        db.add(queue)
-        db.flush()
-        return queries.queue_listing(rows_of(db), queue.id)
+    with sql_transaction(store) as rows:
+        taken = rows("SELECT id FROM queues WHERE name = :name", {"name": checked_name})
+        if taken:
+            raise Refused(f"queue name {checked_name!r} is taken by {taken[0]['id']}")
+        queue_id = new_id("queue")
+        rows(
+            "INSERT INTO queues (id, name, created_at) VALUES (:id, :name, :now)",
+            {"id": queue_id, "name": checked_name, "now": utcnow()},
+        )
+        return queries.queue_listing(rows, queue_id)
 
 
-def queue_list(store: Store, queue: str | None = None) -> dict[str, Any]:
+def queue_list(store: Store | Rows, queue: str | None = None) -> dict[str, Any]:
     """One queue's members in order, or every queue with its counts."""
-    with store.transaction() as db:
-        rows = rows_of(db)
+    with sql_transaction(store) as rows:
         if queue is None:
             return {"queues": queries.list_queues(rows)}
         return queries.queue_listing(rows, queue)
 
 
-def queue_add_spec(store: Store, queue: str, spec: str, group: str | None = None) -> dict[str, Any]:
+def queue_add_spec(
+    store: Store | Rows, queue: str, spec: str, group: str | None = None
+) -> dict[str, Any]:
     """Add a spec: after its group's last pending member when grouped, else at the end."""
     clean_group = _clean_group(group)
-    with store.transaction() as db:
-        queue_id, spec_id = _resolve_pair(db, queue, spec, member=False)
-        members = _lock_and_load(db, queue_id)
+    with sql_transaction(store) as rows:
+        queue_id, spec_id = _resolve_pair(rows, queue, spec, member=False)
+        members = _lock_and_load(rows, queue_id)
         if any(m.spec_id == spec_id for m in members):
             raise Refused(f"spec {spec_id} is already in queue {queue_id}")
         index = grouped_add_index(members, clean_group)
-        db.execute(
-            update(QueueMember)
-            .where(QueueMember.queue_id == queue_id, QueueMember.position >= index)
-            .values(position=QueueMember.position + 1)
+        rows(
+            "UPDATE queue_members SET position = position + 1"
+            " WHERE queue_id = :queue_id AND position >= :index",
+            {"queue_id": queue_id, "index": index},
         )
-        db.add(QueueMember(queue_id=queue_id, spec_id=spec_id, position=index, group=clean_group))
-        db.flush()
-        return queries.queue_listing(rows_of(db), queue_id)
+        rows(
+            "INSERT INTO queue_members (queue_id, spec_id, position, group_name)"
+            " VALUES (:queue_id, :spec_id, :position, :group)",
+            {"queue_id": queue_id, "spec_id": spec_id, "position": index, "group": clean_group},
+        )
+        return queries.queue_listing(rows, queue_id)
 
 
-def queue_remove_spec(store: Store, queue: str, spec: str) -> dict[str, Any]:
+def queue_remove_spec(store: Store | Rows, queue: str, spec: str) -> dict[str, Any]:
     """Take a spec out of a queue (the spec itself stays in the backlog)."""
-    with store.transaction() as db:
-        queue_id, spec_id = _resolve_pair(db, queue, spec, member=True)
-        _lock_and_load(db, queue_id)
-        remove_member_row(db, queue_id, spec_id)
-        return queries.queue_listing(rows_of(db), queue_id)
+    with sql_transaction(store) as rows:
+        queue_id, spec_id = _resolve_pair(rows, queue, spec, member=True)
+        _lock_and_load(rows, queue_id)
+        remove_member_row(rows, queue_id, spec_id)
+        return queries.queue_listing(rows, queue_id)
 
 
-def queue_reorder(store: Store, queue: str, order: list[str]) -> dict[str, Any]:
+def queue_reorder(store: Store | Rows, queue: str, order: list[str]) -> dict[str, Any]:
     """Replace the queue's order; refused unless it lists every member once, unsplit."""
-    with store.transaction() as db:
-        queue_id = queries.resolve_id(rows_of(db), "queue", queue)
-        members = _lock_and_load(db, queue_id)
+    with sql_transaction(store) as rows:
+        queue_id = queries.resolve_id(rows, "queue", queue)
+        members = _lock_and_load(rows, queue_id)
         proposed = [_match_member(members, entry) for entry in order]
-        _write_order(db, queue_id, members, reordered(members, proposed))
-        return queries.queue_listing(rows_of(db), queue_id)
+        _write_order(rows, queue_id, members, reordered(members, proposed))
+        return queries.queue_listing(rows, queue_id)
 
 
-def queue_set_group(store: Store, queue: str, spec: str, group: str | None) -> dict[str, Any]:
+def queue_set_group(
+    store: Store | Rows, queue: str, spec: str, group: str | None
+) -> dict[str, Any]:
     """Set (moving the member next to its group) or clear (``None``) a member's group."""
     clean_group = _clean_group(group)
-    with store.transaction() as db:
-        queue_id, spec_id = _resolve_pair(db, queue, spec, member=True)
-        members = _lock_and_load(db, queue_id)
-        _write_order(db, queue_id, members, regrouped(members, spec_id, clean_group))
-        return queries.queue_listing(rows_of(db), queue_id)
+    with sql_transaction(store) as rows:
+        queue_id, spec_id = _resolve_pair(rows, queue, spec, member=True)
+        members = _lock_and_load(rows, queue_id)
+        _write_order(rows, queue_id, members, regrouped(members, spec_id, clean_group))
+        return queries.queue_listing(rows, queue_id)
 
 
-def remove_member_row(db: Session, queue_id: str, spec_id: str) -> None:
+def remove_member_row(rows: Rows, queue_id: str, spec_id: str) -> None:
     """Delete one membership and close the gap it leaves in the queue's positions."""
-    position = db.scalar(
-        select(QueueMember.position).where(
-            QueueMember.queue_id == queue_id, QueueMember.spec_id == spec_id
-        )
+    found = rows(
+        "SELECT position FROM queue_members WHERE queue_id = :queue_id AND spec_id = :spec_id",
+        {"queue_id": queue_id, "spec_id": spec_id},
     )
-    if position is None:
+    if not found:
         raise Refused(f"spec {spec_id} is not in queue {queue_id}")
-    db.execute(
-        delete(QueueMember).where(QueueMember.queue_id == queue_id, QueueMember.spec_id == spec_id)
-    )
-    db.execute(
-        update(QueueMember)
-        .where(QueueMember.queue_id == queue_id, QueueMember.position > position)
-        .values(position=QueueMember.position - 1)
+    params = {"queue_id": queue_id, "spec_id": spec_id, "position": found[0]["position"]}
+    rows("DELETE FROM queue_members WHERE queue_id = :queue_id AND spec_id = :spec_id", params)
+    rows(
+        "UPDATE queue_members SET position = position - 1"
+        " WHERE queue_id = :queue_id AND position > :position",
+        params,
     )
 
 
@@ -115,26 +126,27 @@ def _clean_group(group: str | None) -> str | None:
     return None if group is None else clean_name(group, "group", GROUP_MAX_LENGTH)
 
 
-def _resolve_pair(db: Session, queue: str, spec: str, member: bool) -> tuple[str, str]:
+def _resolve_pair(rows: Rows, queue: str, spec: str, member: bool) -> tuple[str, str]:
     """Resolve a queue and a spec; with ``member`` the spec must already be in the queue."""
-    rows = rows_of(db)
     queue_id = queries.resolve_id(rows, "queue", queue)
     spec_id = queries.resolve_id(rows, "spec", spec)
-    if member and db.get(QueueMember, (queue_id, spec_id)) is None:
+    if member and not rows(
+        "SELECT 1 AS found FROM queue_members WHERE queue_id = :queue_id AND spec_id = :spec_id",
+        {"queue_id": queue_id, "spec_id": spec_id},
+    ):
         raise Refused(f"spec {spec_id} is not in queue {queue_id}")
     return queue_id, spec_id
 
 
-def _lock_and_load(db: Session, queue_id: str) -> list[Member]:
+def _lock_and_load(rows: Rows, queue_id: str) -> list[Member]:
     """Take the queue's write lock, then read its members in order."""
-    db.execute(update(Queue).where(Queue.id == queue_id).values(name=Queue.name))
-    result = db.execute(
-        select(QueueMember.spec_id, QueueMember.group, Spec.status)
-        .join(Spec, Spec.id == QueueMember.spec_id)
-        .where(QueueMember.queue_id == queue_id)
-        .order_by(QueueMember.position)
+    rows("UPDATE queues SET name = name WHERE id = :id", {"id": queue_id})
+    found = rows(
+        "SELECT m.spec_id, m.group_name, s.status FROM queue_members m"
+        " JOIN specs s ON s.id = m.spec_id WHERE m.queue_id = :queue_id ORDER BY m.position",
+        {"queue_id": queue_id},
     )
-    return [Member(spec_id, group, status == "pending") for spec_id, group, status in result]
+    return [Member(row["spec_id"], row["group_name"], row["status"] == "pending") for row in found]
 
 
 def _match_member(members: list[Member], entry: str) -> str:
@@ -152,13 +164,18 @@ def _match_member(members: list[Member], entry: str) -> str:
     return matches[0] if len(matches) == 1 else (wanted if wanted in matches else entry)
 
 
-def _write_order(db: Session, queue_id: str, before: list[Member], after: list[Member]) -> None:
+def _write_order(rows: Rows, queue_id: str, before: list[Member], after: list[Member]) -> None:
     """Write positions (and groups) for the members whose place or group changed."""
     old = {m.spec_id: (i, m.group) for i, m in enumerate(before)}
     for position, member in enumerate(after):
         if old[member.spec_id] != (position, member.group):
-            db.execute(
-                update(QueueMember)
-                .where(QueueMember.queue_id == queue_id, QueueMember.spec_id == member.spec_id)
-                .values(position=position, group=member.group)
+            rows(
+                "UPDATE queue_members SET position = :position, group_name = :group"
+                " WHERE queue_id = :queue_id AND spec_id = :spec_id",
+                {
+                    "position": position,
+                    "group": member.group,
+                    "queue_id": queue_id,
+                    "spec_id": member.spec_id,
+                },
             )

@@ -1,63 +1,66 @@
-"""The spec backlog: list, get, create, update, delete, set_status, section."""
+"""The spec backlog: list, get, create, update, delete, set_status, section.
 
-from typing import Any
+Written in portable SQL against a :data:`~canopy.store.queries.Rows` runner rather than
+the ORM: each operation takes the store or, from the CLI's fast lane, a runner on the
+stdlib ``sqlite3`` module (:func:`~canopy.ops.common.sql_transaction`), so ``spec get``
+and the spec writes start without SQLAlchemy.
+"""
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from canopy.backlog import specformat
 from canopy.errors import Refused
 from canopy.ids import new_id
 from canopy.limits import clean_name
-from canopy.ops.common import rows_of
+from canopy.ops.common import sql_transaction
 from canopy.ops.queues import remove_member_row
 from canopy.statuses import ACTIVE_RUN_STATUSES, SET_STATUS_ACTIONS, check_spec_status
 from canopy.store import queries
-from canopy.store.engine import Store
-from canopy.store.models import Graph, GraphSpec, Queue, QueueMember, Run, Spec
 from canopy.timefmt import to_iso, utcnow
 from canopy.workdir import normalize_workdir
 
+if TYPE_CHECKING:
+    from canopy.store.engine import Store
+    from canopy.store.queries import Row, Rows
+
 
 def spec_list(
-    store: Store, workdir: str | None = None, status: str | None = None
+    store: Store | Rows, workdir: str | None = None, status: str | None = None
 ) -> list[dict[str, Any]]:
     """Specs in creation order, filtered by workdir tag and/or status."""
     wanted_workdir = normalize_workdir(workdir) if workdir is not None else None
     wanted_status = check_spec_status(status) if status is not None else None
-    with store.transaction() as db:
-        return queries.list_specs(rows_of(db), wanted_workdir, wanted_status)
+    with sql_transaction(store) as rows:
+        return queries.list_specs(rows, wanted_workdir, wanted_status)
 
 
-def spec_get(store: Store, spec: str) -> dict[str, Any]:
+def spec_get(store: Store | Rows, spec: str) -> dict[str, Any]:
     """One spec with its full body, parsed sections and where it is used."""
-    with store.transaction() as db:
-        return _spec_json(db, _load(db, spec))
+    with sql_transaction(store) as rows:
+        return _spec_json(rows, _load(rows, spec))
 
 
-def spec_create(store: Store, name: str, body: str, workdir: str | None = None) -> dict[str, Any]:
+def spec_create(
+    store: Store | Rows, name: str, body: str, workdir: str | None = None
+) -> dict[str, Any]:
     """A new standalone, pending spec; the body must be in the tagged format."""
     checked_name = clean_name(name, "spec name")
     specformat.validate_for_write(body)
     tag = normalize_workdir(workdir) if workdir is not None else None
-    now = utcnow()
-    with store.transaction() as db:
-        spec = Spec(
-            id=new_id("spec"),
-            name=checked_name,
-            body=body,
-            workdir=tag,
-            status="pending",
-            created_at=now,
-            updated_at=now,
+    spec_id = new_id("spec")
+    with sql_transaction(store) as rows:
+        rows(
+            "INSERT INTO specs (id, name, body, workdir, status, created_at, updated_at)"
+            " VALUES (:id, :name, :body, :workdir, 'pending', :now, :now)",
+            {"id": spec_id, "name": checked_name, "body": body, "workdir": tag, "now": utcnow()},
         )
-        db.add(spec)
-        db.flush()
-        return _spec_json(db, spec)
+        return _spec_json(rows, _load(rows, spec_id))
 
 
 def spec_update(
-    store: Store,
+    store: Store | Rows,
     spec: str,
     name: str | None = None,
     body: str | None = None,
@@ -69,140 +72,142 @@ def spec_update(
         raise Refused("spec update needs at least one of name, body, workdir or clear_workdir")
     if workdir is not None and clear_workdir:
         raise Refused("spec update takes either workdir or clear_workdir, not both")
-    checked_name = clean_name(name, "spec name") if name is not None else None
+    changes: dict[str, Any] = {}
+    if name is not None:
+        changes["name"] = clean_name(name, "spec name")
     if body is not None:
         specformat.validate_for_write(body)
-    tag = normalize_workdir(workdir) if workdir is not None else None
-    with store.transaction() as db:
-        row = _load(db, spec)
-        if checked_name is not None:
-            row.name = checked_name
-        if body is not None:
-            row.body = body
-        if tag is not None or clear_workdir:
-            row.workdir = tag
-        row.updated_at = utcnow()
-        db.flush()
-        return _spec_json(db, row)
+        changes["body"] = body
+    if workdir is not None or clear_workdir:
+        changes["workdir"] = normalize_workdir(workdir) if workdir is not None else None
+    with sql_transaction(store) as rows:
+        spec_id = _load(rows, spec)["id"]
+        _write(rows, spec_id, changes)
+        return _spec_json(rows, _load(rows, spec_id))
 
 
-def spec_delete(store: Store, spec: str) -> dict[str, Any]:
+def spec_delete(store: Store | Rows, spec: str) -> dict[str, Any]:
     """Delete an unbound spec, taking it out of every queue it was in.
 
     Refused for a spec bound to a graph and for one an active run is draining.
     """
-    with store.transaction() as db:
-        row = _load(db, spec)
-        _refuse_if_bound(db, row, "delete")
+    with sql_transaction(store) as rows:
+        row = _load(rows, spec)
+        spec_id = row["id"]
+        _refuse_if_bound(rows, spec_id, "delete")
         _refuse_if_in_progress(row)
-        active = _active_runs_draining(db, row.id)
+        active = _active_runs_draining(rows, spec_id)
         if active:
             raise Refused(
-                f"spec {row.id} cannot be deleted: active run {', '.join(active)} is draining "
-                "a queue it belongs to"
+                f"spec {spec_id} cannot be deleted: active run {', '.join(active)} is "
+                "draining a queue it belongs to"
             )
-        queue_ids = _queue_ids_of(db, row.id)
+        queue_ids = [queue["id"] for queue in _queues_of(rows, spec_id)]
         for queue_id in queue_ids:
-            remove_member_row(db, queue_id, row.id)
-        db.delete(row)
-        return {"id": row.id, "deleted": True, "removed_from_queues": queue_ids}
+            remove_member_row(rows, queue_id, spec_id)
+        rows("DELETE FROM specs WHERE id = :id", {"id": spec_id})
+        return {"id": spec_id, "deleted": True, "removed_from_queues": queue_ids}
 
 
-def spec_set_status(store: Store, spec: str, action: str) -> dict[str, Any]:
+def spec_set_status(store: Store | Rows, spec: str, action: str) -> dict[str, Any]:
     """Admin transition of a standalone spec: complete, skip or reopen."""
     if action not in SET_STATUS_ACTIONS:
         raise Refused(
             f"unknown set_status action {action!r}; one of {', '.join(SET_STATUS_ACTIONS)}"
         )
-    with store.transaction() as db:
-        row = _load(db, spec)
-        _refuse_if_bound(db, row, action)
+    with sql_transaction(store) as rows:
+        row = _load(rows, spec)
+        _refuse_if_bound(rows, row["id"], action)
         _refuse_if_in_progress(row)
-        row.status = SET_STATUS_ACTIONS[action]
-        row.updated_at = utcnow()
-        db.flush()
-        return _spec_json(db, row)
+        _write(rows, row["id"], {"status": SET_STATUS_ACTIONS[action]})
+        return _spec_json(rows, _load(rows, row["id"]))
 
 
-def spec_section(store: Store, spec: str, section: str) -> dict[str, Any]:
+def spec_section(store: Store | Rows, spec: str, section: str) -> dict[str, Any]:
     """One canonical section of a spec body, as markdown."""
-    with store.transaction() as db:
-        row = _load(db, spec)
-        markdown = specformat.section(row.body, section)
-        return {"id": row.id, "section": specformat.section_name(section), "markdown": markdown}
+    with sql_transaction(store) as rows:
+        row = _load(rows, spec)
+        markdown = specformat.section(row["body"], section)
+        return {"id": row["id"], "section": specformat.section_name(section), "markdown": markdown}
 
 
-def _load(db: Session, spec: str) -> Spec:
-    spec_id = queries.resolve_id(rows_of(db), "spec", spec)
-    row = db.get(Spec, spec_id)
-    if row is None:
-        raise Refused(f"no spec matches {spec!r}")
-    return row
+_COLUMNS = "id, name, body, workdir, status, created_at, updated_at"
 
 
-def _bound_graphs(db: Session, spec_id: str) -> list[str]:
-    return list(
-        db.scalars(
-            select(Graph.id)
-            .join(GraphSpec, GraphSpec.graph_id == Graph.id)
-            .where(GraphSpec.spec_id == spec_id)
-        )
+def _load(rows: Rows, spec: str) -> Row:
+    """The stored spec ``spec`` (an id or unique id prefix) names; refuses none or several."""
+    found = rows(
+        f"SELECT {_COLUMNS} FROM specs WHERE id = :id",
+        {"id": queries.resolve_id(rows, "spec", spec)},
     )
+    if not found:
+        raise Refused(f"no spec matches {spec!r}")
+    return found[0]
 
 
-def _refuse_if_bound(db: Session, spec: Spec, verb: str) -> None:
-    graphs = _bound_graphs(db, spec.id)
+def _write(rows: Rows, spec_id: str, changes: dict[str, Any]) -> None:
+    """Set the columns ``changes`` names (and ``updated_at``) on one spec."""
+    values = {**changes, "updated_at": utcnow()}
+    assignments = ", ".join(f"{column} = :{column}" for column in values)
+    rows(f"UPDATE specs SET {assignments} WHERE id = :id", {**values, "id": spec_id})
+
+
+def _bound_graphs(rows: Rows, spec_id: str) -> list[str]:
+    found = rows(
+        "SELECT g.id FROM graphs g JOIN graph_specs b ON b.graph_id = g.id"
+        " WHERE b.spec_id = :spec_id ORDER BY g.id",
+        {"spec_id": spec_id},
+    )
+    return [str(row["id"]) for row in found]
+
+
+def _refuse_if_bound(rows: Rows, spec_id: str, verb: str) -> None:
+    graphs = _bound_graphs(rows, spec_id)
     if graphs:
         raise Refused(
-            f"spec {spec.id} is bound to graph {', '.join(graphs)}; "
+            f"spec {spec_id} is bound to graph {', '.join(graphs)}; "
             f"{verb} applies to standalone specs only"
         )
 
 
-def _refuse_if_in_progress(spec: Spec) -> None:
-    if spec.status == "in_progress":
-        raise Refused(f"spec {spec.id} is in_progress in a run; stop or reset the run first")
+def _refuse_if_in_progress(spec: Row) -> None:
+    if spec["status"] == "in_progress":
+        raise Refused(f"spec {spec['id']} is in_progress in a run; stop or reset the run first")
 
 
-def _queue_ids_of(db: Session, spec_id: str) -> list[str]:
-    return list(
-        db.scalars(
-            select(QueueMember.queue_id)
-            .where(QueueMember.spec_id == spec_id)
-            .order_by(QueueMember.queue_id)
-        )
+def _queues_of(rows: Rows, spec_id: str) -> list[Row]:
+    """The queues holding the spec, by id: each one's ``id`` and ``name``."""
+    return rows(
+        "SELECT q.id, q.name FROM queues q JOIN queue_members m ON m.queue_id = q.id"
+        " WHERE m.spec_id = :spec_id ORDER BY q.id",
+        {"spec_id": spec_id},
     )
 
 
-def _active_runs_draining(db: Session, spec_id: str) -> list[str]:
-    return list(
-        db.scalars(
-            select(Run.id)
-            .join(QueueMember, QueueMember.queue_id == Run.queue_id)
-            .where(QueueMember.spec_id == spec_id, Run.status.in_(ACTIVE_RUN_STATUSES))
-        )
+def _active_runs_draining(rows: Rows, spec_id: str) -> list[str]:
+    active, statuses = queries.bound_list("active", ACTIVE_RUN_STATUSES)
+    found = rows(
+        "SELECT r.id FROM runs r JOIN queue_members m ON m.queue_id = r.queue_id"
+        f" WHERE m.spec_id = :spec_id AND r.status IN {active} ORDER BY r.id",
+        {"spec_id": spec_id, **statuses},
     )
+    return [str(row["id"]) for row in found]
 
 
-def _spec_json(db: Session, spec: Spec) -> dict[str, Any]:
-    parsed = specformat.read_body(spec.body)
-    memberships = db.execute(
-        select(Queue.id, Queue.name)
-        .join(QueueMember, QueueMember.queue_id == Queue.id)
-        .where(QueueMember.spec_id == spec.id)
-        .order_by(Queue.id)
-    ).all()
+def _spec_json(rows: Rows, spec: Row) -> Row:
+    """The JSON shape of one spec: its fields, parsed body, graph and queues."""
+    parsed = specformat.read_body(spec["body"])
     return {
-        "id": spec.id,
-        "name": spec.name,
-        "status": spec.status,
-        "workdir": spec.workdir,
-        "summary": specformat.summary_line(spec.body),
+        "id": spec["id"],
+        "name": spec["name"],
+        "status": spec["status"],
+        "workdir": spec["workdir"],
+        "summary": specformat.summary_line(spec["body"]),
         "needs_conversion": parsed.needs_conversion,
         "sections": parsed.sections,
-        "body": spec.body,
-        "graphs": _bound_graphs(db, spec.id),
-        "queues": [{"id": queue_id, "name": name} for queue_id, name in memberships],
-        "created_at": to_iso(spec.created_at),
-        "updated_at": to_iso(spec.updated_at),
+        "body": spec["body"],
+        "graphs": _bound_graphs(rows, spec["id"]),
+        "queues": [{"id": q["id"], "name": q["name"]} for q in _queues_of(rows, spec["id"])],
+        "created_at": to_iso(spec["created_at"]),
+        "updated_at": to_iso(spec["updated_at"]),
     }

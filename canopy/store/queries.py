@@ -15,7 +15,7 @@ from canopy.errors import Refused
 from canopy.timefmt import to_iso
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any, TypeAlias
 
     Row: TypeAlias = dict[str, Any]
@@ -35,6 +35,12 @@ _NAMED_KINDS = ("queue", "graph")
 """Kinds people name for reuse, so their exact name works wherever an id does."""
 _ID_PREFIX = re.compile(r"[a-z0-9-]+")
 _MAX_CANDIDATES_SHOWN = 10
+
+
+def bound_list(name: str, values: Sequence[str]) -> tuple[str, dict[str, str]]:
+    """``(:name0, :name1, …)`` and its parameters: an ``IN`` list both drivers bind."""
+    params = {f"{name}{index}": value for index, value in enumerate(values)}
+    return f"({', '.join(':' + key for key in params)})", params
 
 
 def normalized_prefix(kind: str, prefix: str) -> str:
@@ -192,12 +198,11 @@ def session_row_json(row: Row) -> Row:
 
 def _sessions(rows: Rows, clauses: list[str], params: Mapping[str, Any]) -> list[Row]:
     """Sessions matching every clause, oldest first, with their undelivered-message count."""
-    statuses = {f"undelivered{i}": status for i, status in enumerate(UNDELIVERED_STATUSES)}
+    undelivered, statuses = bound_list("undelivered", UNDELIVERED_STATUSES)
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
     sql = (
         f"SELECT {_SESSION_COLUMNS}, COUNT(m.seq) AS queued_messages FROM sessions s"
-        " LEFT JOIN messages m ON m.session_id = s.id"
-        f" AND m.status IN ({', '.join(':' + key for key in statuses)})"
+        f" LEFT JOIN messages m ON m.session_id = s.id AND m.status IN {undelivered}"
         f"{where} GROUP BY {_SESSION_COLUMNS} ORDER BY s.created_at, s.id"
     )
     return [session_row_json(row) for row in rows(sql, {**params, **statuses})]
