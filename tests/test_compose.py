@@ -246,8 +246,11 @@ def test_the_worker_follows_the_shells_settings() -> None:
         "CANOPY_HOST": "build-box",
         "CANOPY_DB_PASSWORD": "s3cret",
         "CANOPY_WORKDIRS": "/home/me/src",
+        "CANOPY_TEMPORAL_ADDRESS": "ns.acct.tmprl.cloud:7233",
     }
     worker = services(env)[WORKER]
+    assert worker["environment"]["TEMPORAL_ADDRESS"] == "ns.acct.tmprl.cloud:7233"
+    assert "TEMPORAL_API_KEY" in worker["environment"]  # passed through when set
     assert worker["environment"]["CANOPY_HOST"] == worker["hostname"] == "build-box"
     assert ":s3cret@postgresql:" in worker["environment"]["CANOPY_DB_URL"]
     assert services(env)["postgresql"]["environment"]["CANOPY_DB_PASSWORD"] == "s3cret"
