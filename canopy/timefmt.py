@@ -19,6 +19,17 @@ def as_utc(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
+def sqlite_text(value: datetime) -> str:
+    """``2026-12-03 07:55:00.123456``: a timestamp as the store keeps it in SQLite.
+
+    That is how SQLAlchemy's SQLite dialect writes the models' ``DateTime`` columns (UTC
+    wall time, always with microseconds), the layout :func:`to_iso` reads without a
+    parse. The CLI's fast lane writes with the stdlib ``sqlite3`` module through this, so
+    its rows sort and read like the ORM's.
+    """
+    return as_utc(value).astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+
+
 def to_iso(value: datetime | str | None) -> str | None:
     """``2026-12-03T07:55:00.123456Z`` for a stored timestamp, ``None`` for none."""
     if value is None:

@@ -1,59 +1,106 @@
-"""The fast lane: ``spec list``, ``queue list`` and ``session list`` without typer or
+"""The fast lane: the store commands people and agents run most, without typer or
 SQLAlchemy.
 
-These listings are what people and agents run most, so they answer straight from the
-SQLite file with the stdlib ``sqlite3`` module, through the same SQL and JSON shaping
-(:mod:`canopy.store.queries`) the full path uses. Anything this lane does not fully
-understand (another command, ``--help``, an unknown option, Postgres, a database that
-needs migrating) falls through to the typer app, which owns usage errors.
+Importing typer (which builds its options with pydantic) costs several interpreter starts,
+and SQLAlchemy about ten, while these commands only read or write a few rows. So they
+answer straight from the SQLite file with the stdlib ``sqlite3`` module, through the same
+operations as the full path: :mod:`canopy.ops.specs`, :mod:`canopy.ops.queues` and the
+other operations' SQL are written against a row runner that either driver can be. Each
+command runs in one transaction, committed when it succeeds.
+
+Anything this lane does not fully understand (another command, ``--help``, an unknown or
+repeated option, a missing option or value, a value typer would convert differently,
+Postgres, a database that needs migrating) falls through to the typer app, which owns
+usage errors. ``tests/test_cli.py`` checks that both paths answer alike.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from canopy.cli import views
-from canopy.cli.render import print_json
+from canopy.cli.render import emit
 from canopy.paths import configured_db_url, sqlite_path
-from canopy.statuses import check_spec_status
-from canopy.store import queries
 from canopy.store.schema_version import HEAD_REVISION
-from canopy.workdir import normalize_workdir
+from canopy.timefmt import sqlite_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+    from pathlib import Path
     from typing import Any, TypeAlias
 
-    Parsed: TypeAlias = tuple[dict[str, str], list[str], bool]
-    Command: TypeAlias = Callable[[queries.Rows, dict[str, str], list[str], bool], None]
+    from canopy.store.queries import Row, Rows
+
+    Options: TypeAlias = dict[str, str]
+    Handler: TypeAlias = Callable[[Rows, Options, list[str], bool], None]
 
 _FLAG = "true"
-"""The value a boolean flag (``--all``) gets in the parsed options."""
+"""The value a flag (``--all``) gets in the parsed options."""
+
+
+class _Command:
+    """A command this lane serves: what it accepts and the function that runs it."""
+
+    __slots__ = ("files", "flags", "handler", "options", "positionals", "required")
+
+    def __init__(
+        self,
+        handler: Handler,
+        positionals: tuple[int, int | None] = (0, 0),
+        options: tuple[str, ...] = (),
+        flags: tuple[str, ...] = (),
+        required: tuple[str, ...] = (),
+        files: tuple[str, ...] = (),
+    ) -> None:
+        self.handler = handler
+        self.positionals = positionals
+        """The fewest and most positional arguments (``None``: no limit)."""
+        self.options = options
+        """Options that take a value (``--name VALUE`` or ``--name=VALUE``)."""
+        self.flags = flags
+        """Options without a value, besides ``--json``."""
+        self.required = required
+        """Options typer requires: without them, typer prints the usage error."""
+        self.files = files
+        """Options naming a file, which typer checks before the command runs."""
 
 
 def try_run(args: list[str]) -> bool:
     """Serve ``args`` if this lane can; ``False`` means the caller must use typer."""
-    if len(args) < 2 or (args[0], args[1]) not in _COMMANDS or configured_db_url():
+    found = _command_of(args)
+    if found is None or configured_db_url():
         return False
-    option_names, flag_names, max_positionals, command = _COMMANDS[(args[0], args[1])]
-    parsed = _parse(args[2:], option_names, flag_names)
-    if parsed is None or len(parsed[1]) > max_positionals:
+    command, tokens = found
+    parsed = _parse(tokens, command)
+    if parsed is None:
         return False
-    rows = _sqlite_rows()
-    if rows is None:
+    connection = _connect()
+    if connection is None:
         return False
-    command(rows, *parsed)
+    try:
+        with connection:  # one transaction: committed if the command returns
+            command.handler(_runner(connection), *parsed)
+    finally:
+        connection.close()
     return True
 
 
-def _parse(
-    tokens: list[str], option_names: tuple[str, ...], flag_names: tuple[str, ...]
-) -> Parsed | None:
-    """``--name value``/``--name=value`` options, flags, positionals and ``--json``; else
-    None."""
-    options: dict[str, str] = {}
+def _command_of(args: list[str]) -> tuple[_Command, list[str]] | None:
+    """The served command ``args`` start with (two words, or one) and the tokens after it."""
+    for words in (2, 1):
+        command = _COMMANDS.get(tuple(args[:words]))
+        if command is not None and len(args) >= words:
+            return command, args[words:]
+    return None
+
+
+def _parse(tokens: list[str], command: _Command) -> tuple[Options, list[str], bool] | None:
+    """``--name value``/``--name=value`` options, flags, positionals and ``--json``, if
+    they are what ``command`` accepts; else ``None``."""
+    options: Options = {}
     positionals: list[str] = []
     as_json = False
     index = 0
@@ -62,9 +109,9 @@ def _parse(
         name, _, inline = token.partition("=")
         if token == "--json":
             as_json = True
-        elif token in flag_names:
+        elif token in command.flags:
             options[token] = _FLAG
-        elif name in option_names and name not in options:
+        elif name in command.options and name not in options:
             if inline or "=" in token:
                 options[name] = inline
             elif index + 1 < len(tokens):
@@ -77,65 +124,215 @@ def _parse(
         else:
             positionals.append(token)
         index += 1
+    fewest, most = command.positionals
+    if len(positionals) < fewest or (most is not None and len(positionals) > most):
+        return None
+    if any(name not in options for name in command.required):
+        return None
+    if not all(_readable_or_absent(options.get(name)) for name in command.files):
+        return None
     return options, positionals, as_json
 
 
-def _sqlite_rows() -> queries.Rows | None:
-    """A row runner on the SQLite store, or ``None`` if it is missing or not migrated."""
+def _connect() -> sqlite3.Connection | None:
+    """The SQLite store, or ``None`` if it is missing or not migrated to this version.
+
+    Foreign keys are enforced and a busy database is waited for up to 10 s, as on every
+    connection of the full path (:func:`canopy.store.engine.make_engine`).
+    """
     path = sqlite_path()
     if not os.path.exists(path):
         return None
     connection = sqlite3.connect(path, timeout=10)
     connection.row_factory = sqlite3.Row
-
-    def run(sql: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return [dict(row) for row in connection.execute(sql, dict(params))]
-
     try:
-        revision = run("SELECT version_num FROM alembic_version", {})
+        connection.execute("PRAGMA foreign_keys=ON")
+        revision = connection.execute("SELECT version_num FROM alembic_version").fetchall()
     except sqlite3.Error:
-        return None
+        revision = []
     if [row["version_num"] for row in revision] != [HEAD_REVISION]:
+        connection.close()
         return None
+    return connection
+
+
+def _runner(connection: sqlite3.Connection) -> Rows:
+    """Portable SQL on ``connection``; timestamps are written as the ORM writes them."""
+
+    def run(sql: str, params: Mapping[str, Any]) -> list[Row]:
+        values = {
+            name: sqlite_text(value) if isinstance(value, datetime) else value
+            for name, value in params.items()
+        }
+        return [dict(row) for row in connection.execute(sql, values)]
+
     return run
 
 
-def _spec_list(
-    rows: queries.Rows, options: dict[str, str], _positionals: list[str], as_json: bool
-) -> None:
-    workdir = options.get("--workdir")
-    status = options.get("--status")
-    specs = queries.list_specs(
+def _path(value: str | None) -> Path | None:
+    """An option naming a file, as typer hands it over."""
+    if value is None:
+        return None
+    from pathlib import Path
+
+    return Path(value)
+
+
+def _readable_or_absent(path: str | None) -> bool:
+    """Whether typer accepts ``path`` for a file option: it refuses one that exists but
+    cannot be read (a usage error) before the command runs."""
+    return path is None or not os.path.exists(path) or os.access(path, os.R_OK)
+
+
+# --------------------------------------------------------------------------- specs
+
+
+def _spec_list(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+    from canopy.ops import specs
+
+    result = specs.spec_list(rows, options.get("--workdir"), options.get("--status"))
+    emit(result, as_json, lambda: views.show_spec_list(result))
+
+
+def _spec_get(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.ops import specs
+
+    result = specs.spec_get(rows, positionals[0])
+    emit(result, as_json, lambda: views.show_spec(result))
+
+
+def _spec_create(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+    from canopy.cli.inputs import new_body
+    from canopy.ops import specs
+
+    body = new_body(_path(options.get("--body-file")), options.get("--body"))
+    result = specs.spec_create(rows, options["--name"], body, options.get("--workdir"))
+    emit(result, as_json, lambda: views.show_created(result))
+
+
+def _spec_update(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.cli.inputs import read_body
+    from canopy.ops import specs
+
+    body = read_body(_path(options.get("--body-file")), options.get("--body"))
+    result = specs.spec_update(
         rows,
-        normalize_workdir(workdir) if workdir is not None else None,
-        check_spec_status(status) if status is not None else None,
+        positionals[0],
+        options.get("--name"),
+        body,
+        options.get("--workdir"),
+        "--clear-workdir" in options,
     )
-    print_json(specs) if as_json else views.show_spec_list(specs)
+    emit(result, as_json, lambda: views.show_updated(result))
 
 
-def _queue_list(
-    rows: queries.Rows, _options: dict[str, str], positionals: list[str], as_json: bool
-) -> None:
-    result = (
-        queries.queue_listing(rows, positionals[0])
-        if positionals
-        else {"queues": queries.list_queues(rows)}
-    )
-    print_json(result) if as_json else views.show_queue_list(result)
+def _spec_delete(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.ops import specs
+
+    result = specs.spec_delete(rows, positionals[0])
+    emit(result, as_json, lambda: views.show_deleted(result))
 
 
-def _session_list(
-    rows: queries.Rows, options: dict[str, str], _positionals: list[str], as_json: bool
-) -> None:
+def _spec_set_status(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.ops import specs
+
+    result = specs.spec_set_status(rows, *positionals)
+    emit(result, as_json, lambda: views.show_status(result))
+
+
+def _spec_section(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.cli.render import print_block
+    from canopy.ops import specs
+
+    result = specs.spec_section(rows, *positionals)
+    emit(result, as_json, lambda: print_block(result["markdown"]))
+
+
+# --------------------------------------------------------------------------- queues
+
+
+def _queue_list(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.ops import queues
+
+    result = queues.queue_list(rows, positionals[0] if positionals else None)
+    emit(result, as_json, lambda: views.show_queue_list(result))
+
+
+def _queue_create(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.ops import queues
+
+    result = queues.queue_create(rows, positionals[0])
+    emit(result, as_json, lambda: views.show_queue(result))
+
+
+def _queue_add(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.ops import queues
+
+    queue, spec = positionals
+    result = queues.queue_add_spec(rows, queue, spec, options.get("--group"))
+    emit(result, as_json, lambda: views.show_queue(result))
+
+
+def _queue_remove(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.ops import queues
+
+    result = queues.queue_remove_spec(rows, *positionals)
+    emit(result, as_json, lambda: views.show_queue(result))
+
+
+def _queue_reorder(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.ops import queues
+
+    result = queues.queue_reorder(rows, positionals[0], positionals[1:])
+    emit(result, as_json, lambda: views.show_queue(result))
+
+
+def _queue_group(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.cli.inputs import chosen_group
+    from canopy.ops import queues
+
+    queue, spec, *group = positionals
+    label = chosen_group(group[0] if group else None, "--clear" in options)
+    result = queues.queue_set_group(rows, queue, spec, label)
+    emit(result, as_json, lambda: views.show_queue(result))
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def _session_list(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.cli import session_views
+    from canopy.store import queries
 
     result = {"sessions": queries.list_sessions(rows, include_finished="--all" in options)}
-    print_json(result) if as_json else session_views.show_sessions(result)
+    emit(result, as_json, lambda: session_views.show_sessions(result))
 
 
-_COMMANDS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...], int, Command]] = {
-    ("spec", "list"): (("--workdir", "--status"), (), 0, _spec_list),
-    ("queue", "list"): ((), (), 1, _queue_list),
-    ("session", "list"): ((), ("--all",), 0, _session_list),
+_COMMANDS: dict[tuple[str, ...], _Command] = {
+    ("spec", "list"): _Command(_spec_list, options=("--workdir", "--status")),
+    ("spec", "get"): _Command(_spec_get, (1, 1)),
+    ("spec", "create"): _Command(
+        _spec_create,
+        options=("--name", "--body-file", "--body", "--workdir"),
+        required=("--name",),
+        files=("--body-file",),
+    ),
+    ("spec", "update"): _Command(
+        _spec_update,
+        (1, 1),
+        options=("--name", "--body-file", "--body", "--workdir"),
+        flags=("--clear-workdir",),
+        files=("--body-file",),
+    ),
+    ("spec", "delete"): _Command(_spec_delete, (1, 1)),
+    ("spec", "set-status"): _Command(_spec_set_status, (2, 2)),
+    ("spec", "section"): _Command(_spec_section, (2, 2)),
+    ("queue", "list"): _Command(_queue_list, (0, 1)),
+    ("queue", "create"): _Command(_queue_create, (1, 1)),
+    ("queue", "add"): _Command(_queue_add, (2, 2), options=("--group",)),
+    ("queue", "remove"): _Command(_queue_remove, (2, 2)),
+    ("queue", "reorder"): _Command(_queue_reorder, (2, None)),
+    ("queue", "group"): _Command(_queue_group, (2, 3), flags=("--clear",)),
+    ("session", "list"): _Command(_session_list, flags=("--all",)),
 }
-"""Served commands: their valued options, flags, most positionals, and implementation."""
+"""Every command this lane serves, by the words that name it."""

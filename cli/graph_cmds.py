@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 import typer
 
-from canopy.cli import control_cmds, graph_views, run_cmds
+from canopy.cli import control_cmds, graph_views, run_cmds, views
 from canopy.cli.inputs import read_text
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import emit, print_line
@@ -32,7 +32,7 @@ def read_definition(file: Path) -> dict[str, Any]:
 def create(file: DefinitionFile, as_json: JsonFlag = False) -> None:
     """Create a graph from a definition file (see docs/graphs.md for the format)."""
     result = ops.graph_create(open_store(), read_definition(file))
-    emit(result, as_json, lambda: print_line(f"created {result['id']}  {result['name']}"))
+    emit(result, as_json, lambda: views.show_created(result))
 
 
 @app.command("list")
@@ -53,7 +53,7 @@ def info(graph: str, as_json: JsonFlag = False) -> None:
 def edit(graph: str, file: DefinitionFile, as_json: JsonFlag = False) -> None:
     """Replace the fields the file names (others are kept); allowed during a run."""
     result = ops.graph_edit(open_store(), graph, read_definition(file))
-    emit(result, as_json, lambda: print_line(f"updated {result['id']}  {result['name']}"))
+    emit(result, as_json, lambda: views.show_updated(result))
 
 
 @app.command("delete")

@@ -1,17 +1,24 @@
-"""Reading text the user points at: ``--body-file`` and ``--file`` (``-`` is stdin).
+"""What commands read beyond plain option values, shared by the typer commands and the
+fast lane (no typer import): text the user points at (``--body-file``, ``--file``; ``-``
+is stdin) and arguments that only make sense together.
 
-One reader for both, so every file input is bounded and decoded the same way: at most
+One reader for every file input, so each is bounded and decoded the same way: at most
 ``max_bytes`` are read (``/dev/zero`` or a runaway pipe cannot fill memory), and bytes
 that are not UTF-8 are refused naming the first bad byte and its offset, instead of a
 ``UnicodeDecodeError`` traceback or, on stdin, text silently holding surrogates.
 """
 
+from __future__ import annotations
+
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from canopy.errors import Refused
 from canopy.graphs.parse import STDIN
-from canopy.limits import decode_utf8
+from canopy.limits import SPEC_BODY_MAX_BYTES, decode_utf8
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def read_text(path: Path, option: str, what: str, max_bytes: int) -> str:
@@ -32,3 +39,27 @@ def read_text(path: Path, option: str, what: str, max_bytes: int) -> str:
     if len(data) > max_bytes:
         raise Refused(f"{label}: larger than the {what} limit of {max_bytes} bytes")
     return decode_utf8(data, label)
+
+
+def read_body(body_file: Path | None, body: str | None) -> str | None:
+    """The body from ``--body`` or ``--body-file`` (``-`` is stdin); refuses both at once."""
+    if body_file is not None and body is not None:
+        raise Refused("give either --body or --body-file, not both")
+    if body_file is None:
+        return body
+    return read_text(body_file, "--body-file", "body file", SPEC_BODY_MAX_BYTES)
+
+
+def new_body(body_file: Path | None, body: str | None) -> str:
+    """``spec create``'s body: :func:`read_body`, which must give one."""
+    text = read_body(body_file, body)
+    if text is None:
+        raise Refused("spec create needs a body: --body TEXT or --body-file PATH ('-' = stdin)")
+    return text
+
+
+def chosen_group(group: str | None, clear: bool) -> str | None:
+    """``queue group``'s GROUP, or ``None`` for ``--clear``: exactly one must be given."""
+    if (group is None) == (not clear):
+        raise Refused("queue group needs exactly one of GROUP or --clear")
+    return None if clear else group

@@ -5,9 +5,9 @@ from typing import Annotated
 import typer
 
 from canopy.cli import views
+from canopy.cli.inputs import chosen_group
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import emit
-from canopy.errors import Refused
 from canopy.ops import queues as ops
 from canopy.store.engine import open_store
 
@@ -66,7 +66,5 @@ def group(
     as_json: JsonFlag = False,
 ) -> None:
     """Set a member's context group (moving it next to the group) or --clear it."""
-    if (group is None) == (not clear):
-        raise Refused("queue group needs exactly one of GROUP or --clear")
-    result = ops.queue_set_group(open_store(), queue, spec, None if clear else group)
+    result = ops.queue_set_group(open_store(), queue, spec, chosen_group(group, clear))
     emit(result, as_json, lambda: views.show_queue(result))

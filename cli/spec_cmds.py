@@ -6,11 +6,9 @@ from typing import Annotated
 import typer
 
 from canopy.cli import views
-from canopy.cli.inputs import read_text
+from canopy.cli.inputs import new_body, read_body
 from canopy.cli.options import JsonFlag
-from canopy.cli.render import emit, print_block, print_line
-from canopy.errors import Refused
-from canopy.limits import SPEC_BODY_MAX_BYTES
+from canopy.cli.render import emit, print_block
 from canopy.ops import specs as ops
 from canopy.store.engine import open_store
 
@@ -24,15 +22,6 @@ BodyText = Annotated[str | None, typer.Option("--body", help="The tagged body as
 Workdir = Annotated[
     str | None, typer.Option("--workdir", help="Tag the spec to this workdir (made absolute).")
 ]
-
-
-def read_body(body_file: Path | None, body: str | None) -> str | None:
-    """The body from ``--body`` or ``--body-file`` (``-`` is stdin); refuses both at once."""
-    if body_file is not None and body is not None:
-        raise Refused("give either --body or --body-file, not both")
-    if body_file is None:
-        return body
-    return read_text(body_file, "--body-file", "body file", SPEC_BODY_MAX_BYTES)
 
 
 @app.command("list")
@@ -64,11 +53,9 @@ def create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create a standalone spec from a tagged body."""
-    text = read_body(body_file, body)
-    if text is None:
-        raise Refused("spec create needs a body: --body TEXT or --body-file PATH ('-' = stdin)")
+    text = new_body(body_file, body)
     result = ops.spec_create(open_store(), name=name, body=text, workdir=workdir)
-    emit(result, as_json, lambda: print_line(f"created {result['id']}  {result['name']}"))
+    emit(result, as_json, lambda: views.show_created(result))
 
 
 @app.command("update")
@@ -88,14 +75,14 @@ def update(
     result = ops.spec_update(
         open_store(), spec, name=name, body=text, workdir=workdir, clear_workdir=clear_workdir
     )
-    emit(result, as_json, lambda: print_line(f"updated {result['id']}  {result['name']}"))
+    emit(result, as_json, lambda: views.show_updated(result))
 
 
 @app.command("delete")
 def delete(spec: str, as_json: JsonFlag = False) -> None:
     """Delete an unbound spec (it leaves every queue it was in)."""
     result = ops.spec_delete(open_store(), spec)
-    emit(result, as_json, lambda: print_line(f"deleted {result['id']}"))
+    emit(result, as_json, lambda: views.show_deleted(result))
 
 
 @app.command("set-status")
@@ -106,7 +93,7 @@ def set_status(
 ) -> None:
     """Admin transition of a standalone spec: complete, skip or reopen."""
     result = ops.spec_set_status(open_store(), spec, action)
-    emit(result, as_json, lambda: print_line(f"{result['id']} is now {result['status']}"))
+    emit(result, as_json, lambda: views.show_status(result))
 
 
 @app.command("section")

@@ -60,3 +60,23 @@ def show_spec(spec: dict[str, Any]) -> None:
         print_line("needs conversion: heading format; rewrite it into the seven tags")
     print_line("")
     print_block(spec["body"].rstrip("\n"))
+
+
+def show_created(result: dict[str, Any]) -> None:
+    """``spec create`` and ``graph create``: the new id and name."""
+    print_line(f"created {result['id']}  {result['name']}")
+
+
+def show_updated(result: dict[str, Any]) -> None:
+    """``spec update`` and ``graph edit``: the id and (new) name."""
+    print_line(f"updated {result['id']}  {result['name']}")
+
+
+def show_deleted(result: dict[str, Any]) -> None:
+    """``spec delete``: the id that is gone."""
+    print_line(f"deleted {result['id']}")
+
+
+def show_status(spec: dict[str, Any]) -> None:
+    """``spec set-status``: the status the spec now has."""
+    print_line(f"{spec['id']} is now {spec['status']}")

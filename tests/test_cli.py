@@ -1,13 +1,14 @@
 """The CLI as users run it: subprocesses against a temporary ``CANOPY_HOME``."""
 
+import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from canopy.cli.app import COMMANDS, app, load_command
+from canopy.cli.app import COMMANDS, load_command
 from canopy.store.engine import Store
 from tests.cli_helpers import Result, canopy_env, run_canopy
 from tests.conftest import body, snapshot
@@ -212,6 +213,23 @@ def test_a_command_loads_only_its_own_module(home: Path) -> None:
     assert COMMAND_MODULES & modules_loaded(home, "server", "status") == {"canopy.cli.server_cmds"}
 
 
+def on_fast_lane(home: Path, *args: str, stdin: str | None = None) -> Result:
+    """``canopy ARGS``, asserting the fast lane served it (no typer, SQLAlchemy or SDK)."""
+    result = run_canopy(home, *args, stdin=stdin, python_flags=("-X", "importtime"))
+    assert not {"typer", "sqlalchemy", "temporalio"} & imported_modules(result), args
+    result.stderr = "".join(
+        line for line in result.stderr.splitlines(keepends=True) if not line.startswith("import")
+    )
+    return result
+
+
+def on_full_path(home: Path, *args: str, stdin: str | None = None) -> Result:
+    """``canopy ARGS`` through typer and SQLAlchemy: a ``CANOPY_DB_URL`` naming the same
+    SQLite file turns the fast lane off."""
+    url = f"sqlite:///{home / 'canopy.db'}"
+    return run_canopy(home, *args, stdin=stdin, env={"CANOPY_DB_URL": url})
+
+
 def test_fast_lane_answers_exactly_like_the_full_cli(home: Path) -> None:
     a = create_spec(home, "alpha", "--workdir", "/w")
     create_spec(home, "beta")
@@ -221,21 +239,111 @@ def test_fast_lane_answers_exactly_like_the_full_cli(home: Path) -> None:
     ok(run_canopy(home, *new_session, "--name", "open"))
     ok(run_canopy(home, *new_session, "--name", "closed"))
     ok(run_canopy(home, "session", "close", "closed"))
-    runner = CliRunner(env=canopy_env(home))
     for args in (
         ["spec", "list", "--json"],
         ["spec", "list", "--workdir=/w", "--status", "pending", "--json"],
+        ["spec", "list", "--status", "done"],
+        ["spec", "get", a, "--json"],
+        ["spec", "get", a[:8]],
+        ["spec", "get", "spec-"],
+        ["spec", "section", a, "goal"],
+        ["spec", "section", a, "goal", "--json"],
+        ["spec", "section", a, "notes"],
         ["queue", "list", "--json"],
+        ["queue", "list"],
         ["queue", "list", queue[:8], "--json"],
+        ["queue", "list", "nope"],
         ["session", "list", "--json"],
         ["session", "list", "--all", "--json"],
         ["session", "list", "--all"],
     ):
-        fast = ok(run_canopy(home, *args, python_flags=("-X", "importtime")))
-        assert not {"typer", "sqlalchemy", "temporalio"} & imported_modules(fast), args
-        full = runner.invoke(app, args)
-        assert full.exit_code == 0, full.output
-        assert fast.stdout == full.stdout, args
+        fast, full = on_fast_lane(home, *args), on_full_path(home, *args)
+        assert (fast.code, fast.stdout, fast.stderr) == (full.code, full.stdout, full.stderr), args
+
+
+_ISO_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\.\d{6}Z?")
+_ID = re.compile(r"(?:spec|queue)-[0-9a-z]{10}")
+
+
+def masked(text: str, known: set[str]) -> str:
+    """``text`` with timestamps and ids not in ``known`` (made by this write) blanked."""
+    text = _ISO_TIME.sub(lambda found: "T" if found.group().endswith("Z") else "S", text)
+    return _ID.sub(lambda found: found.group() if found.group() in known else "ID", text)
+
+
+def test_fast_lane_writes_exactly_like_the_full_cli(tmp_path: Path) -> None:
+    """Every write the lane serves, on two copies of one store: the same output, refusal and
+    rows (timestamps stored in the ORM's layout) as the full path."""
+    fast_home, full_home = tmp_path / "fast", tmp_path / "full"
+    a = create_spec(fast_home, "alpha", "--workdir", "/w")
+    b = create_spec(fast_home, "beta")
+    c = create_spec(fast_home, "gamma")
+    queue = ok(run_canopy(fast_home, "queue", "create", "q", "--json")).json()["id"]
+    for spec in (a, b, c):
+        ok(run_canopy(fast_home, "queue", "add", queue, spec))
+    full_home.mkdir()
+    source, copy = (
+        sqlite3.connect(fast_home / "canopy.db"),
+        sqlite3.connect(full_home / "canopy.db"),
+    )
+    source.backup(copy)
+    source.close()
+    copy.close()
+    known = {a, b, c, queue}
+    body_file = tmp_path / "body.md"
+    body_file.write_text(body("from a file"))
+    for args, stdin in (
+        (("spec", "create", "--name", "new", "--body-file", "-", "--workdir", "/w"), body()),
+        (("spec", "create", "--name=new", "--body", body(), "--json"), None),
+        (("spec", "create", "--body-file", str(body_file), "--name", "filed", "--json"), None),
+        (("spec", "create", "--name", "x"), None),
+        (("spec", "create", "--name", "x", "--body", "junk"), None),
+        (("spec", "create", "--name", " ", "--body", body()), None),
+        (("spec", "update", a, "--name", "renamed", "--clear-workdir", "--json"), None),
+        (("spec", "update", a[:9], "--body-file", "-"), body("rewritten")),
+        (("spec", "update", a, "--workdir", "/x", "--clear-workdir"), None),
+        (("spec", "update", a), None),
+        (("spec", "set-status", b, "skip", "--json"), None),
+        (("spec", "set-status", b, "reopen"), None),
+        (("spec", "set-status", b, "finish"), None),
+        (("queue", "create", "q", "--json"), None),
+        (("queue", "create", "q2"), None),
+        (("queue", "add", "q2", a, "--group", "g", "--json"), None),
+        (("queue", "add", "q2", b, "--group=g"), None),
+        (("queue", "add", "q2", a), None),
+        (("queue", "reorder", queue, c, a, b, "--json"), None),
+        (("queue", "reorder", queue, c, "spec-zzz"), None),
+        (("queue", "group", queue, a, "g"), None),
+        (("queue", "group", queue, a, "--clear", "--json"), None),
+        (("queue", "group", queue, a), None),
+        (("queue", "remove", queue, b), None),
+        (("queue", "remove", queue, b), None),
+        (("spec", "delete", c, "--json"), None),
+        (("spec", "delete", "nope"), None),
+    ):
+        fast = on_fast_lane(fast_home, *args, stdin=stdin)
+        full = on_full_path(full_home, *args, stdin=stdin)
+        assert fast.code == full.code, (args, fast.stderr, full.stderr)
+        assert masked(fast.stdout, known) == masked(full.stdout, known), args
+        assert masked(fast.stderr, known) == masked(full.stderr, known), args
+    assert stored_rows(fast_home, known) == stored_rows(full_home, known)
+
+
+def stored_rows(home: Path, known: set[str]) -> dict[str, list[str]]:
+    """Every row of the store in ``home`` as SQLite holds it, :func:`masked`, in a stable
+    order (raw values, so a timestamp in another layout shows)."""
+    connection = sqlite3.connect(home / "canopy.db")
+    tables = [
+        row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    ]
+    rows = {
+        table: sorted(
+            masked(repr(row), known) for row in connection.execute(f"SELECT * FROM {table}")
+        )
+        for table in tables
+    }
+    connection.close()
+    return rows
 
 
 def test_store_commands_never_import_temporalio(home: Path) -> None:
