@@ -165,6 +165,7 @@ def finish_node_run(node_run_id: int, result: NodeResult) -> None:
         node_run.log_path = result.log_path
         node_run.harness_session_id = result.harness_session_id
         node_run.platform = result.platform
+        node_run.host = result.host
         node_run.error = result.error
         node_run.ended_at = utcnow()
 

@@ -35,6 +35,7 @@ from canopy.paths import run_log_dir
 from canopy.platforms import Platform, clamp_reset, get_platform
 from canopy.store.engine import open_store
 from canopy.store.models import Spec
+from canopy.temporal.client import this_host
 from canopy.timefmt import utcnow
 
 
@@ -137,6 +138,7 @@ def node_result(
         log_path=str(files.output),
         harness_session_id=watcher.session_id,
         platform=platform.name if platform else None,
+        host=this_host(),
     )
     if end.timed_out:
         message = f"node {launch.node.name} {end.problem}"
@@ -164,6 +166,7 @@ def _not_started(
         error=f"node {launch.node.name} could not start: {error}",
         log_path=str(log) if log else None,
         platform=platform,
+        host=this_host(),
     )
 
 

@@ -13,6 +13,7 @@ from canopy.errors import Refused
 from canopy.ops import graphs, queues, runs, specs
 from canopy.store.engine import Store
 from canopy.store.models import Graph, NodeRun, Run, RunSpec
+from canopy.temporal import client as temporal_client
 from tests import engine
 from tests.conftest import make_specs
 from tests.engine import fake_node, make_graph, settle
@@ -175,6 +176,7 @@ async def test_a_failed_node_run_records_why_and_graph_info_shows_it(
     )
     (node_run,) = graphs.graph_get(store, graph)["node_runs"]
     assert (node_run["status"], node_run["error"]) == ("failed", reason)
+    assert node_run["host"] == temporal_client.this_host(), "the host that tried to start it"
     monkeypatch.setenv("COLUMNS", "1000")
     graph_views.show_graph(graphs.graph_info(store, graph))
     assert reason in capsys.readouterr().out

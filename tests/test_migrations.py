@@ -145,3 +145,22 @@ def test_upgrading_keeps_only_the_newest_of_two_active_runs(db_url: str) -> None
         ("run-first", "reset", True),
         ("run-second", "paused", False),
     ]
+
+
+def test_upgrading_keeps_node_runs_and_gives_them_no_host(db_url: str) -> None:
+    """Node runs recorded before hosts were keep every field; their host is unknown."""
+    engine = _upgrade(db_url, "0005")
+    with engine.begin() as connection:
+        _insert_run(connection, "run-first", 1, "completed")
+        connection.execute(
+            text(
+                "INSERT INTO node_runs (run_id, spec_id, node, visit, status, started_at)"
+                " VALUES ('run-first', 'spec-1', 'check', 1, 'succeeded', '2026-01-01')"
+            )
+        )
+    engine.dispose()
+    store = Store(db_url)
+    with store.engine.connect() as connection:
+        rows = connection.execute(text("SELECT node, status, host FROM node_runs")).all()
+    store.close()
+    assert [tuple(row) for row in rows] == [("check", "succeeded", None)]

@@ -146,6 +146,8 @@ class NodeResult(BaseModel):
     platform: str | None = None
     limit_reset_at: datetime | None = None
     error: str | None = None
+    host: str | None = None
+    """The machine whose worker ran the node; absent in results recorded before hosts were."""
 
 
 class RunStatus(BaseModel):

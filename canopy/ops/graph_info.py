@@ -88,6 +88,8 @@ class NodeRunInfo(BaseModel):
     exit_code: int | None
     log_path: str | None
     harness_session_id: str | None
+    host: str | None
+    """The machine whose worker ran the node (none for node runs recorded before hosts)."""
     error: str | None
     started_at: str | None
     ended_at: str | None
@@ -271,6 +273,7 @@ def _node_runs(db: Session, run_id: str) -> list[NodeRunInfo]:
             exit_code=node_run.exit_code,
             log_path=node_run.log_path,
             harness_session_id=node_run.harness_session_id,
+            host=node_run.host,
             error=node_run.error,
             started_at=to_iso(node_run.started_at),
             ended_at=to_iso(node_run.ended_at),

@@ -162,6 +162,8 @@ class NodeRun(Base):
     exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     log_path: Mapped[str | None] = mapped_column(String(4096), nullable=True)
     harness_session_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    """The machine whose worker ran the node (``CANOPY_HOST``, else its host name)."""
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     """Why the node run did not succeed, when something said why (an activity error after
     its retries, a timeout, a usage limit, a stop)."""
