@@ -17,6 +17,7 @@ usage errors. ``tests/test_cli.py`` checks that both paths answer alike.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -39,12 +40,15 @@ if TYPE_CHECKING:
 
 _FLAG = "true"
 """The value a flag (``--all``) gets in the parsed options."""
+_NUMBER = re.compile("[0-9]{1,9}")
+"""An integer option value that typer and ``int()`` read alike. Others fall through:
+typer reads ``5.0`` as 5 and refuses ``٣``, which ``int()`` reads as 3."""
 
 
 class _Command:
     """A command this lane serves: what it accepts and the function that runs it."""
 
-    __slots__ = ("files", "flags", "handler", "options", "positionals", "required")
+    __slots__ = ("files", "flags", "handler", "numbers", "options", "positionals", "required")
 
     def __init__(
         self,
@@ -54,6 +58,7 @@ class _Command:
         flags: tuple[str, ...] = (),
         required: tuple[str, ...] = (),
         files: tuple[str, ...] = (),
+        numbers: tuple[str, ...] = (),
     ) -> None:
         self.handler = handler
         self.positionals = positionals
@@ -66,6 +71,8 @@ class _Command:
         """Options typer requires: without them, typer prints the usage error."""
         self.files = files
         """Options naming a file, which typer checks before the command runs."""
+        self.numbers = numbers
+        """Options taking an integer, which typer converts before the command runs."""
 
 
 def try_run(args: list[str]) -> bool:
@@ -130,6 +137,8 @@ def _parse(tokens: list[str], command: _Command) -> tuple[Options, list[str], bo
     if any(name not in options for name in command.required):
         return None
     if not all(_readable_or_absent(options.get(name)) for name in command.files):
+        return None
+    if not all(_NUMBER.fullmatch(options.get(name, "0")) for name in command.numbers):
         return None
     return options, positionals, as_json
 
@@ -297,6 +306,16 @@ def _queue_group(rows: Rows, options: Options, positionals: list[str], as_json: 
     emit(result, as_json, lambda: views.show_queue(result))
 
 
+# --------------------------------------------------------------------------- graphs
+
+
+def _graph_list(rows: Rows, _options: Options, _positionals: list[str], as_json: bool) -> None:
+    from canopy.store import queries
+
+    result = queries.list_graphs(rows)
+    emit(result, as_json, lambda: views.show_graph_list(result))
+
+
 # --------------------------------------------------------------------------- sessions
 
 
@@ -306,6 +325,23 @@ def _session_list(rows: Rows, options: Options, _positionals: list[str], as_json
 
     result = {"sessions": queries.list_sessions(rows, include_finished="--all" in options)}
     emit(result, as_json, lambda: session_views.show_sessions(result))
+
+
+def _session_get(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.cli import session_views
+    from canopy.store import queries
+
+    result = queries.find_session(rows, positionals[0], live_only=False)
+    emit(result, as_json, lambda: session_views.show_session(result))
+
+
+def _notifications(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+    from canopy.cli import session_views
+    from canopy.ops import notifications
+
+    limit = int(options.get("--limit", notifications.DEFAULT_LIMIT))
+    result = notifications.notifications_list(rows, limit)
+    emit(result, as_json, lambda: session_views.show_notifications(result))
 
 
 _COMMANDS: dict[tuple[str, ...], _Command] = {
@@ -333,6 +369,9 @@ _COMMANDS: dict[tuple[str, ...], _Command] = {
     ("queue", "remove"): _Command(_queue_remove, (2, 2)),
     ("queue", "reorder"): _Command(_queue_reorder, (2, None)),
     ("queue", "group"): _Command(_queue_group, (2, 3), flags=("--clear",)),
+    ("graph", "list"): _Command(_graph_list),
     ("session", "list"): _Command(_session_list, flags=("--all",)),
+    ("session", "get"): _Command(_session_get, (1, 1)),
+    ("notifications",): _Command(_notifications, options=("--limit",), numbers=("--limit",)),
 }
 """Every command this lane serves, by the words that name it."""

@@ -39,7 +39,7 @@ def create(file: DefinitionFile, as_json: JsonFlag = False) -> None:
 def list_graphs(as_json: JsonFlag = False) -> None:
     """List every graph with its status and blocker."""
     graphs = ops.graph_list(open_store())
-    emit(graphs, as_json, lambda: graph_views.show_graph_list(graphs))
+    emit(graphs, as_json, lambda: views.show_graph_list(graphs))
 
 
 @app.command("info")

@@ -1,10 +1,12 @@
-"""Human renderings of graphs: the listing and ``graph info`` (facts, then rich tables)."""
+"""Human rendering of ``graph info``: facts, then rich tables (the listing is in
+:mod:`canopy.cli.views`, which the fast lane loads without the graph model)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from canopy.cli.render import print_line, print_table
+from canopy.cli.views import blocker_text
 from canopy.graphs.model import (
     AgentConfig,
     AgentHook,
@@ -18,11 +20,8 @@ from canopy.graphs.model import (
     stored_hook,
 )
 from canopy.graphs.transitions import default_next
-from canopy.ops.graph_info import Blocker
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from canopy.ops.graph_info import (
         GraphInfo,
         HookRunInfo,
@@ -31,26 +30,6 @@ if TYPE_CHECKING:
     )
 
 _STEP_EXCERPT = 50
-
-
-def show_graph_list(graphs: list[dict[str, Any]]) -> None:
-    """Every graph with its status and, when it stopped on one, its blocker."""
-    print_table(
-        "Graphs",
-        ["id", "name", "status", "nodes", "specs", "active run", "blocker"],
-        [
-            [
-                g["id"],
-                g["name"],
-                g["status"],
-                g["nodes"],
-                g["specs"],
-                g["active_run"] or "",
-                _blocker_text(Blocker.model_validate(g["blocker"]) if g["blocker"] else None),
-            ]
-            for g in graphs
-        ],
-    )
 
 
 def show_graph(info: GraphInfo) -> None:
@@ -79,13 +58,6 @@ def show_graph(info: GraphInfo) -> None:
         _show_queue_progress(info.queue_progress)
 
 
-def _blocker_text(blocker: Blocker | None) -> str:
-    """A blocker's one-line message (its kind when it carries no message)."""
-    if blocker is None:
-        return ""
-    return blocker.message or blocker.kind or "blocked"
-
-
 def _show_facts(info: GraphInfo) -> None:
     print_line(f"{info.id}  {info.name}")
     dirty = "yes" if info.allow_dirty_start else "no"
@@ -93,7 +65,7 @@ def _show_facts(info: GraphInfo) -> None:
         f"status: {info.status}   workdir: {info.workdir or '(none)'}   allow_dirty_start: {dirty}"
     )
     if info.blocker is not None:
-        print_line(f"blocker: {_blocker_text(info.blocker)}")
+        print_line(f"blocker: {blocker_text(info.blocker.model_dump())}")
     active = info.active_run
     if active is not None:
         print_line(f"active run: {active.id} (#{active.number}, {active.status})")

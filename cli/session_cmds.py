@@ -136,7 +136,9 @@ def recall(
 
 
 def notifications_command(
-    limit: Annotated[int, typer.Option("--limit", help="How many, newest first.")] = 50,
+    limit: Annotated[
+        int, typer.Option("--limit", help="How many, newest first.")
+    ] = notifications.DEFAULT_LIMIT,
     as_json: JsonFlag = False,
 ) -> None:
     """What went wrong while nobody watched: undeliverable messages, failed deliveries."""

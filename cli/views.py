@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 from canopy.cli.render import print_block, print_line, print_table
@@ -80,3 +81,30 @@ def show_deleted(result: dict[str, Any]) -> None:
 def show_status(spec: dict[str, Any]) -> None:
     """``spec set-status``: the status the spec now has."""
     print_line(f"{spec['id']} is now {spec['status']}")
+
+
+def show_graph_list(graphs: list[dict[str, Any]]) -> None:
+    """Every graph with its status and, when it stopped on one, its blocker."""
+    print_table(
+        "Graphs",
+        ["id", "name", "status", "nodes", "specs", "active run", "blocker"],
+        [
+            [
+                g["id"],
+                g["name"],
+                g["status"],
+                g["nodes"],
+                g["specs"],
+                g["active_run"] or "",
+                blocker_text(g["blocker"]),
+            ]
+            for g in graphs
+        ],
+    )
+
+
+def blocker_text(blocker: Mapping[str, Any] | None) -> str:
+    """A stored blocker's one-line message (its kind when it carries no message)."""
+    if blocker is None:
+        return ""
+    return blocker.get("message") or blocker.get("kind") or "blocked"

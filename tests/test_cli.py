@@ -1,5 +1,6 @@
 """The CLI as users run it: subprocesses against a temporary ``CANOPY_HOME``."""
 
+import json
 import re
 import sqlite3
 import subprocess
@@ -9,9 +10,13 @@ from pathlib import Path
 import pytest
 
 from canopy.cli.app import COMMANDS, load_command
+from canopy.ops.notifications import notify
 from canopy.store.engine import Store
+from canopy.store.models import Graph, Run
+from canopy.timefmt import utcnow
 from tests.cli_helpers import Result, canopy_env, run_canopy
 from tests.conftest import body, snapshot
+from tests.test_graphs import example
 
 
 @pytest.fixture
@@ -239,6 +244,9 @@ def test_fast_lane_answers_exactly_like_the_full_cli(home: Path) -> None:
     ok(run_canopy(home, *new_session, "--name", "open"))
     ok(run_canopy(home, *new_session, "--name", "closed"))
     ok(run_canopy(home, "session", "close", "closed"))
+    definition = json.dumps(example(specs=[a]))
+    graph = ok(run_canopy(home, "graph", "create", "-f", "-", "--json", stdin=definition)).json()
+    block_with_a_paused_run(home, graph["id"])
     for args in (
         ["spec", "list", "--json"],
         ["spec", "list", "--workdir=/w", "--status", "pending", "--json"],
@@ -256,9 +264,45 @@ def test_fast_lane_answers_exactly_like_the_full_cli(home: Path) -> None:
         ["session", "list", "--json"],
         ["session", "list", "--all", "--json"],
         ["session", "list", "--all"],
+        ["session", "get", "open", "--json"],
+        ["session", "get", "closed"],
+        ["session", "get", "sess-"],
+        ["session", "get", "nope"],
+        ["graph", "list", "--json"],
+        ["graph", "list"],
+        ["notifications", "--json"],
+        ["notifications", "--limit", "1"],
+        ["notifications", "--limit=0"],
     ):
         fast, full = on_fast_lane(home, *args), on_full_path(home, *args)
         assert (fast.code, fast.stdout, fast.stderr) == (full.code, full.stdout, full.stderr), args
+
+
+def block_with_a_paused_run(home: Path, graph_id: str) -> None:
+    """Give the graph a paused run, a blocker and notifications to show, as the engine
+    would have written them."""
+    store = Store(f"sqlite:///{home / 'canopy.db'}")
+    now = utcnow()
+    with store.transaction() as db:
+        db.get_one(Graph, graph_id).blocker = {
+            "kind": "queue_failed",
+            "message": "1 spec failed",
+            "failed_specs": ["spec-x"],
+        }
+        db.add(
+            Run(
+                id="run-paused0001",
+                graph_id=graph_id,
+                number=1,
+                workdir="/w",
+                workflow_id="wf",
+                status="paused",
+                started_at=now,
+            )
+        )
+        for text in ("first \x1b[31m", "second"):
+            notify(db, "session_not_found", text)
+    store.close()
 
 
 _ISO_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\.\d{6}Z?")

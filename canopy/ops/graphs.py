@@ -38,7 +38,6 @@ from canopy.ops.graph_info import (
     graph_runs,
     read_graph_info,
 )
-from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store
 from canopy.store.models import (
@@ -49,7 +48,7 @@ from canopy.store.models import (
     Spec,
 )
 from canopy.store.run_records import lock_graph
-from canopy.timefmt import to_iso, utcnow
+from canopy.timefmt import utcnow
 
 
 def graph_create(store: Store, definition: Mapping[str, Any]) -> dict[str, Any]:
@@ -72,33 +71,7 @@ def graph_create(store: Store, definition: Mapping[str, Any]) -> dict[str, Any]:
 def graph_list(store: Store) -> list[dict[str, Any]]:
     """Every graph, oldest first, with its status, blocker and counts."""
     with store.transaction() as db:
-        spec_counts = {
-            graph_id: count
-            for graph_id, count in db.execute(
-                select(GraphSpec.graph_id, func.count()).group_by(GraphSpec.graph_id)
-            )
-        }
-        active = {
-            graph_id: run_id
-            for graph_id, run_id in db.execute(
-                select(Run.graph_id, Run.id).where(Run.status.in_(ACTIVE_RUN_STATUSES))
-            )
-        }
-        graphs = db.scalars(select(Graph).order_by(Graph.created_at, Graph.id))
-        return [
-            {
-                "id": graph.id,
-                "name": graph.name,
-                "status": graph.status,
-                "blocker": graph.blocker,
-                "workdir": graph.workdir,
-                "nodes": len(graph.nodes),
-                "specs": spec_counts.get(graph.id, 0),
-                "active_run": active.get(graph.id),
-                "updated_at": to_iso(graph.updated_at),
-            }
-            for graph in graphs
-        ]
+        return queries.list_graphs(rows_of(db))
 
 
 def graph_info(store: Store, graph: str) -> GraphInfo:

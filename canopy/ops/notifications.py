@@ -1,20 +1,24 @@
 """Notifications: what went wrong while nobody watched (``canopy notifications``).
 
 Written where the trouble is found (a message whose session is gone, a delivery that
-failed) in the same transaction as the record it explains, and read newest first.
+failed) in the same transaction as the record it explains, and read newest first: the
+listing is portable SQL (:func:`~canopy.ops.common.sql_transaction`), so the CLI's fast
+lane serves it too.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import select
-from sqlalchemy.orm import Session as Db
+from typing import TYPE_CHECKING, Any
 
 from canopy.limits import NOTIFICATIONS_LIMIT, check_range
-from canopy.store.engine import Store
-from canopy.store.models import Notification
+from canopy.ops.common import sql_transaction
 from canopy.timefmt import to_iso, utcnow
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session as Db
+
+    from canopy.store.engine import Store
+    from canopy.store.queries import Rows
 
 DEFAULT_LIMIT = 50
 
@@ -22,7 +26,13 @@ DEFAULT_LIMIT = 50
 def notify(
     db: Db, kind: str, text: str, session_id: str | None = None, message_id: str | None = None
 ) -> None:
-    """Record a notification inside the caller's transaction."""
+    """Record a notification inside the caller's transaction.
+
+    The model is imported here: this runs inside ORM transactions, while the CLI's fast
+    lane loads this module for the listing and must not load SQLAlchemy.
+    """
+    from canopy.store.models import Notification
+
     db.add(
         Notification(
             kind=kind,
@@ -34,28 +44,28 @@ def notify(
     )
 
 
-def notifications_list(store: Store, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
+def notifications_list(store: Store | Rows, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     """The ``limit`` most recent notifications, newest first.
 
     ``limit`` is bounded above too: SQLite cannot bind an integer beyond 64 bits.
     """
     check_range(limit, NOTIFICATIONS_LIMIT, "limit")
-    with store.transaction() as db:
-        found = db.scalars(
-            select(Notification)
-            .order_by(Notification.created_at.desc(), Notification.id.desc())
-            .limit(limit)
+    with sql_transaction(store) as rows:
+        found = rows(
+            "SELECT id, kind, text, session_id, message_id, created_at FROM notifications"
+            " ORDER BY created_at DESC, id DESC LIMIT :limit",
+            {"limit": limit},
         )
-        return {
-            "notifications": [
-                {
-                    "id": n.id,
-                    "kind": n.kind,
-                    "text": n.text,
-                    "session_id": n.session_id,
-                    "message_id": n.message_id,
-                    "created_at": to_iso(n.created_at),
-                }
-                for n in found
-            ]
-        }
+    return {
+        "notifications": [
+            {
+                "id": n["id"],
+                "kind": n["kind"],
+                "text": n["text"],
+                "session_id": n["session_id"],
+                "message_id": n["message_id"],
+                "created_at": to_iso(n["created_at"]),
+            }
+            for n in found
+        ]
+    }

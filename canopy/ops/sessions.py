@@ -70,7 +70,7 @@ def session_list(store: Store, include_finished: bool = False) -> dict[str, Any]
 def session_get(store: Store, ref: str) -> dict[str, Any]:
     """One session, live or finished, by id, id prefix or name."""
     with store.transaction() as db:
-        return _json(db, _find(db, ref, live_only=False).id)
+        return queries.find_session(rows_of(db), ref, live_only=False)
 
 
 def session_close(store: Store, ref: str) -> dict[str, Any]:
@@ -353,33 +353,9 @@ def _json(db: Db, session_id: str) -> dict[str, Any]:
 
 
 def _find(db: Db, ref: str, *, live_only: bool) -> InteractiveSession:
-    """A session by exact id, name or unique id prefix; a name must pick one candidate
-    (live sessions when ``live_only``, else any)."""
-    wanted = ref.strip()
-    found = db.get(InteractiveSession, wanted) or _by_name(db, wanted, live_only)
-    if found is None:
-        found = db.get_one(InteractiveSession, queries.resolve_id(rows_of(db), "session", wanted))
-    if live_only and found.status != LIVE:
-        raise Refused(
-            f"session {found.id} ({found.name}) is finished; resume it with "
-            f"`canopy session resume {found.id}`"
-        )
-    return found
-
-
-def _by_name(db: Db, name: str, live_only: bool) -> InteractiveSession | None:
-    """The one candidate session called ``name``; a finished one is returned (to be
-    refused by name) only when no live session has the name."""
-    rows = rows_of(db)
-    if live_only:
-        live = queries.list_sessions(rows, name=name)
-        named = live or queries.list_sessions(rows, include_finished=True, name=name)[-1:]
-    else:
-        named = queries.list_sessions(rows, include_finished=True, name=name)
-    if len(named) > 1:
-        ids = ", ".join(row["id"] for row in named)
-        raise Refused(f"session name {name!r} is ambiguous: {ids}; use an id")
-    return db.get(InteractiveSession, named[0]["id"]) if named else None
+    """The session ``ref`` names (:func:`canopy.store.queries.find_session`)."""
+    found = queries.find_session(rows_of(db), ref, live_only=live_only)
+    return db.get_one(InteractiveSession, found["id"])
 
 
 def _live_names(db: Db) -> set[str]:

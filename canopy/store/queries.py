@@ -8,10 +8,12 @@ Only stdlib imports here.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import TYPE_CHECKING
 
 from canopy.errors import Refused
+from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.timefmt import to_iso
 
 if TYPE_CHECKING:
@@ -41,6 +43,15 @@ def bound_list(name: str, values: Sequence[str]) -> tuple[str, dict[str, str]]:
     """``(:name0, :name1, …)`` and its parameters: an ``IN`` list both drivers bind."""
     params = {f"{name}{index}": value for index, value in enumerate(values)}
     return f"({', '.join(':' + key for key in params)})", params
+
+
+def stored_json(text: str | None) -> Any:
+    """A JSON column read as ``CAST(column AS TEXT)``, decoded (``None`` for SQL NULL).
+
+    Casting makes both drivers hand over the text: SQLite keeps JSON as text anyway,
+    psycopg would decode a Postgres ``json`` value itself.
+    """
+    return None if text is None else json.loads(text)
 
 
 def normalized_prefix(kind: str, prefix: str) -> str:
@@ -169,6 +180,34 @@ def queue_listing(rows: Rows, queue_prefix: str) -> Row:
     return {"id": queue["id"], "name": queue["name"], "members": queue_members(rows, queue_id)}
 
 
+def list_graphs(rows: Rows) -> list[Row]:
+    """Every graph, oldest first, with its status, blocker, node and bound-spec counts and
+    active run (a graph has at most one: a unique index sees to it)."""
+    active, statuses = bound_list("active", ACTIVE_RUN_STATUSES)
+    sql = (
+        "SELECT g.id, g.name, g.status, CAST(g.blocker AS TEXT) AS blocker, g.workdir,"
+        " CAST(g.nodes AS TEXT) AS nodes, g.updated_at,"
+        " (SELECT COUNT(*) FROM graph_specs b WHERE b.graph_id = g.id) AS specs,"
+        f" (SELECT MIN(r.id) FROM runs r WHERE r.graph_id = g.id AND r.status IN {active})"
+        " AS active_run"
+        " FROM graphs g ORDER BY g.created_at, g.id"
+    )
+    return [
+        {
+            "id": row["id"],
+            "name": row["name"],
+            "status": row["status"],
+            "blocker": stored_json(row["blocker"]),
+            "workdir": row["workdir"],
+            "nodes": len(stored_json(row["nodes"])),
+            "specs": int(row["specs"]),
+            "active_run": row["active_run"],
+            "updated_at": to_iso(row["updated_at"]),
+        }
+        for row in rows(sql, statuses)
+    ]
+
+
 UNDELIVERED_STATUSES = ("queued", "delivering", "waiting")
 """Message statuses still on their way to a session (delivery picks the oldest first)."""
 
@@ -223,3 +262,36 @@ def session_by_id(rows: Rows, session_id: str) -> Row | None:
     """One session's JSON shape, or ``None``."""
     found = _sessions(rows, ["s.id = :id"], {"id": session_id})
     return found[0] if found else None
+
+
+def find_session(rows: Rows, ref: str, *, live_only: bool) -> Row:
+    """The session ``ref`` names: an exact id, a name, or a unique id prefix.
+
+    A name must pick one candidate: the live sessions when ``live_only`` (a finished one
+    is found, to be refused by name, only when no live session has the name), else any.
+    With ``live_only`` a finished session is refused, saying how to resume it.
+    """
+    wanted = ref.strip()
+    found = session_by_id(rows, wanted) or _session_named(rows, wanted, live_only)
+    if found is None:
+        found = session_by_id(rows, resolve_id(rows, "session", wanted))
+        assert found is not None  # resolve_id found its id in this transaction
+    if live_only and found["status"] != "live":
+        raise Refused(
+            f"session {found['id']} ({found['name']}) is finished; resume it with "
+            f"`canopy session resume {found['id']}`"
+        )
+    return found
+
+
+def _session_named(rows: Rows, name: str, live_only: bool) -> Row | None:
+    """The one candidate session called ``name`` (see :func:`find_session`), or ``None``."""
+    if live_only:
+        live = list_sessions(rows, name=name)
+        named = live or list_sessions(rows, include_finished=True, name=name)[-1:]
+    else:
+        named = list_sessions(rows, include_finished=True, name=name)
+    if len(named) > 1:
+        ids = ", ".join(row["id"] for row in named)
+        raise Refused(f"session name {name!r} is ambiguous: {ids}; use an id")
+    return named[0] if named else None
