@@ -172,7 +172,11 @@ def git(repo: Path, *args: str) -> str:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A git repository with one commit and a clean tree."""
-    path = tmp_path / "repo"
+    return git_repo(tmp_path / "repo")
+
+
+def git_repo(path: Path) -> Path:
+    """``path`` made a git repository with one commit and a clean tree."""
     path.mkdir()
     git(path, "init", "-q", "-b", "main")
     (path / "README.md").write_text("demo\n")

@@ -6,11 +6,6 @@ finish with every spec completed exactly once.
 """
 
 import asyncio
-import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,67 +19,12 @@ from canopy.sessions.transcripts import read_turns
 from canopy.store.engine import Store, open_store
 from canopy.store.models import HookRun, NodeRun, RunSpec
 from canopy.temporal import client as temporal_client
-from canopy.temporal import devserver
 from tests.conftest import body
-from tests.daemons import free_ports, stop_recorded_daemons
+from tests.daemons import TIMEOUT, Daemons
 from tests.engine import FAKE_AGENT, agent_runs, eventually, fake_node, file_lines, git, node_run_of
 
 pytestmark = pytest.mark.server
-ROOT = Path(__file__).resolve().parent.parent
-TIMEOUT = 90.0
-MARKER = devserver.SERVER_MARKER
 HEARTBEAT_TIMEOUT = 2
-
-
-class Daemons:
-    """The dev server and worker processes of one test's ``CANOPY_HOME``."""
-
-    def __init__(self, home: Path) -> None:
-        self.home = home
-        self.port, self.ui_port = free_ports(2)
-        self.worker: subprocess.Popen[bytes] | None = None
-
-    def cli(self, *args: str) -> None:
-        subprocess.run(
-            [sys.executable, "-m", "canopy.cli.main", *args],
-            env=os.environ.copy(),
-            check=True,
-            capture_output=True,
-            timeout=TIMEOUT,
-        )
-
-    def start_server(self) -> None:
-        self.cli("server", "start", "--port", str(self.port), "--ui-port", str(self.ui_port))
-
-    def stop_server(self) -> None:
-        self.cli("server", "stop")
-
-    def kill_server(self) -> None:
-        """SIGKILL the dev server: no shutdown, as when its host loses power."""
-        pid = int(json.loads((self.home / "server.json").read_text())["pid"])
-        os.kill(pid, signal.SIGKILL)
-        if not devserver.wait_until(lambda: not devserver.process_alive(pid, MARKER), TIMEOUT):
-            pytest.fail(f"the dev server {pid} did not die")
-
-    def start_worker(self) -> None:
-        log = (self.home / f"worker-{time.monotonic_ns()}.log").open("wb")
-        self.worker = subprocess.Popen(
-            [sys.executable, str(ROOT / "worker.py")],
-            env=os.environ.copy(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-
-    def kill_worker(self) -> None:
-        assert self.worker is not None
-        self.worker.send_signal(signal.SIGKILL)
-        self.worker.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.worker is not None and self.worker.poll() is None:
-            self.worker.kill()
-            self.worker.wait(timeout=10)
-        stop_recorded_daemons(self.home)
 
 
 @pytest.fixture
