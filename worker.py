@@ -167,8 +167,8 @@ async def serve() -> None:
     log.info(
         "serving task queues %s at %s (namespace %s)",
         ", ".join(worker.task_queue for worker in workers),
-        temporal_client.address(),
-        temporal_client.namespace(),
+        client.service_client.config.target_host,
+        client.namespace,
     )
     sweeping = asyncio.create_task(_sweep_sessions(client))
     stopping = asyncio.create_task(stop.wait())

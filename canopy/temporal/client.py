@@ -1,11 +1,14 @@
-"""Where Temporal is and how Canopy talks to it: address, namespace, task queues, client.
+"""Where Temporal is and how Canopy talks to it: connection settings, task queues, client.
 
-Settings are read on every call (not at import) so tests and the daemon see the current
-environment. temporalio is imported only inside :func:`connect`: store-only CLI commands
-import this module for its constants and must not pay for (or depend on) the SDK.
+Connection settings are the ``temporal`` CLI's own (``temporalio.envconfig``: the
+``TEMPORAL_PROFILE`` profile of ``temporal.toml``, overridden by ``TEMPORAL_ADDRESS``,
+``TEMPORAL_NAMESPACE``, ``TEMPORAL_API_KEY``, ``TEMPORAL_TLS_*``…), so a cluster the
+``temporal`` CLI reaches, Temporal Cloud included, needs no Canopy-specific setting. They
+are read on every call (not at import) so tests and the daemon see the current
+environment. temporalio is imported only inside the functions that connect: store-only CLI
+commands import this module for its constants and must not pay for (or depend on) the SDK.
 """
 
-import os
 import socket
 from typing import TYPE_CHECKING
 
@@ -14,6 +17,7 @@ from canopy.temporal import devserver
 
 if TYPE_CHECKING:
     from temporalio.client import Client
+    from temporalio.envconfig import ClientConnectConfig
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 DEFAULT_NAMESPACE = "default"
@@ -35,17 +39,37 @@ def agents_task_queue(host: str | None = None) -> str:
     return AGENTS_TASK_QUEUE_PREFIX + (host or this_host())
 
 
+def configured_address() -> str | None:
+    """The address the connection settings name, or ``None`` when they name none (then
+    Canopy uses the embedded dev server, which ``canopy up`` and ``down`` manage)."""
+    return _settings().get("target_host")
+
+
 def address() -> str:
-    """``TEMPORAL_ADDRESS``, else the running embedded server's address, else the default."""
-    configured = os.environ.get("TEMPORAL_ADDRESS")
-    if configured:
-        return configured
-    return devserver.recorded_address() or DEFAULT_ADDRESS
+    """The address :func:`connect` uses."""
+    return _connect_config()["target_host"]
 
 
-def namespace() -> str:
-    """``TEMPORAL_NAMESPACE``, else ``default``."""
-    return os.environ.get("TEMPORAL_NAMESPACE") or DEFAULT_NAMESPACE
+def _settings() -> "ClientConnectConfig":
+    """The settings as the ``temporal`` CLI reads them, or the one-line refusal when they
+    cannot be read (a missing profile, a bad ``temporal.toml``, an unreadable certificate).
+    An empty address is left out, as an empty ``TEMPORAL_ADDRESS`` always was here."""
+    from temporalio.envconfig import ClientConfigProfile
+
+    try:
+        return ClientConfigProfile.load().to_client_connect_config()  # reads TLS files too
+    except (RuntimeError, OSError) as error:  # the SDK's ConfigError is a RuntimeError
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise Refused(f"cannot read the Temporal connection settings: {reason}") from error
+
+
+def _connect_config() -> "ClientConnectConfig":
+    """:func:`_settings` with Canopy's defaults for what they leave unset: the running
+    embedded server's address (else :data:`DEFAULT_ADDRESS`) and namespace ``default``."""
+    config = _settings()
+    config.setdefault("target_host", devserver.recorded_address() or DEFAULT_ADDRESS)
+    config["namespace"] = config.get("namespace") or DEFAULT_NAMESPACE
+    return config
 
 
 async def connect() -> "Client":
@@ -54,11 +78,12 @@ async def connect() -> "Client":
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.service import RPCError
 
-    target, space = address(), namespace()
+    config = _connect_config()
     try:
-        return await Client.connect(target, namespace=space, data_converter=pydantic_data_converter)
+        return await Client.connect(**config, data_converter=pydantic_data_converter)
     except (RuntimeError, RPCError) as error:
         raise Refused(
-            f"cannot reach Temporal at {target} (namespace {space}): start it with "
-            f"`canopy server start` or `canopy up`, or set TEMPORAL_ADDRESS ({error})"
+            f"cannot reach Temporal at {config['target_host']} (namespace "
+            f"{config['namespace']}): start it with `canopy server start` or `canopy up`, "
+            f"or set TEMPORAL_ADDRESS or a temporal.toml profile ({error})"
         ) from error

@@ -1,16 +1,17 @@
 """``canopy up`` / ``canopy down``: the embedded server plus a background worker.
 
-``up`` starts the dev server if needed (unless ``TEMPORAL_ADDRESS`` points elsewhere, in
-which case that server is someone else's to manage), then the worker daemon detached in
-its own session, and returns only once a ``Ping`` workflow has made the round trip through
-both task queues, so "up" means "serving". ``down`` stops the worker gracefully first (so
+``up`` starts the dev server if needed (unless the connection settings name a server:
+``TEMPORAL_ADDRESS`` or a ``temporal.toml`` profile, in which case that server is someone
+else's to manage), then the worker daemon detached in its own session, and returns only
+once a ``Ping`` workflow has made the round trip through both task queues, so "up" means
+"serving". ``down`` stops the worker gracefully first (so
 in-flight activities can finish against a live server), then the embedded server. Both
-are idempotent. temporalio is imported only inside the readiness check.
+are idempotent. temporalio is imported only inside the readiness check and the reading
+of the connection settings.
 """
 
 import asyncio
 import contextlib
-import os
 import subprocess
 import sys
 import uuid
@@ -43,8 +44,9 @@ def log_file() -> Path:
 
 
 def server_managed() -> bool:
-    """Whether up/down manage the embedded server (not when TEMPORAL_ADDRESS is set)."""
-    return not os.environ.get("TEMPORAL_ADDRESS")
+    """Whether up/down manage the embedded server: not when the connection settings name
+    an address (``TEMPORAL_ADDRESS``, a ``temporal.toml`` profile)."""
+    return temporal_client.configured_address() is None
 
 
 def worker_pid() -> int | None:
