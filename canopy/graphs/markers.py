@@ -23,12 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-
-from jinja2 import Environment, StrictUndefined, TemplateSyntaxError, nodes
+from functools import cache
+from typing import TYPE_CHECKING
 
 from canopy.backlog.specformat import SECTION_NAMES
 from canopy.errors import Refused
 from canopy.graphs.shellcontext import CHANGED, Layer, Place, Quoting, ShellReader, Unsafe
+
+if TYPE_CHECKING:
+    from jinja2 import Environment, nodes
 
 HOOK_MARKERS: tuple[str, ...] = (
     "graph_name",
@@ -61,16 +64,27 @@ _UNREACHABLE = "\x00"
 """Frames the block/comment delimiters. Templates holding a NUL are refused outright, so
 blocks and comments can never open and everything outside ``{{ }}`` is literal text."""
 
-_ENV = Environment(
-    block_start_string=_UNREACHABLE + "{%",
-    block_end_string="%}" + _UNREACHABLE,
-    comment_start_string=_UNREACHABLE + "{#",
-    comment_end_string="#}" + _UNREACHABLE,
-    keep_trailing_newline=True,
-    autoescape=False,
-    undefined=StrictUndefined,
-)
 _EXCERPT_LIMIT = 60
+
+
+@cache
+def _environment() -> Environment:
+    """The jinja2 environment every template is read with.
+
+    jinja2 is imported on first use, not with this module: the graph model imports the
+    marker vocabulary, and reading a stored graph (``graph info``) parses no template.
+    """
+    from jinja2 import Environment, StrictUndefined
+
+    return Environment(
+        block_start_string=_UNREACHABLE + "{%",
+        block_end_string="%}" + _UNREACHABLE,
+        comment_start_string=_UNREACHABLE + "{#",
+        comment_end_string="#}" + _UNREACHABLE,
+        keep_trailing_newline=True,
+        autoescape=False,
+        undefined=StrictUndefined,
+    )
 
 
 def check_template(text: str, allowed: Sequence[str], where: str) -> None:
@@ -139,7 +153,7 @@ def render(text: str, values: Mapping[str, str | None], allowed: Sequence[str]) 
     output never holds a marker literal. ``text`` is checked first: a template that was
     stored before the vocabulary changed is refused rather than rendered half-way.
     """
-    template = _ENV.from_string(_parse(text, allowed, "template"))
+    template = _environment().from_string(_parse(text, allowed, "template"))
     return template.render({name: _text(values.get(name)) for name in allowed})
 
 
@@ -222,7 +236,7 @@ def _pieces(text: str, allowed: Sequence[str], where: str) -> list[str | _Marker
     """The checked template as literal text and markers, in order."""
     _parse(text, allowed, where)
     pieces: list[str | _Marker] = []
-    for _line, kind, value in _ENV.lex(text):
+    for _line, kind, value in _environment().lex(text):
         if kind == "data":
             pieces.append(value)
         elif kind == "name":
@@ -236,10 +250,12 @@ def _text(value: str | None) -> str:
 
 def _parse(text: str, allowed: Sequence[str], where: str) -> nodes.Template:
     """The template's AST after checking every marker in it; refuses the first bad one."""
+    from jinja2 import TemplateSyntaxError, nodes
+
     if _UNREACHABLE in text:
         raise Refused(f"{where} contains a NUL character")
     try:
-        tree = _ENV.parse(text)
+        tree = _environment().parse(text)
         sources = list(_marker_sources(text))
     except TemplateSyntaxError as error:
         detail = " ".join(error.message.split()) if error.message else "syntax error"
@@ -254,6 +270,8 @@ def _parse(text: str, allowed: Sequence[str], where: str) -> nodes.Template:
 
 def _check_marker(node: nodes.Node, source: str, allowed: Sequence[str], where: str) -> None:
     """Refuse anything but a known bare name written plainly as ``{{name}}``."""
+    from jinja2 import nodes
+
     if not isinstance(node, nodes.Name) or source.startswith("{{-") or source.endswith("-}}"):
         raise Refused(
             f"unsupported marker {_clip(source)} in {where}: only bare names such as "
@@ -268,7 +286,7 @@ def _check_marker(node: nodes.Node, source: str, allowed: Sequence[str], where: 
 def _marker_sources(text: str) -> Iterator[str]:
     """The source text of each ``{{…}}`` in order, as the lexer saw it (for refusals)."""
     parts: list[str] | None = None
-    for _line, kind, value in _ENV.lex(text):
+    for _line, kind, value in _environment().lex(text):
         if kind == "variable_begin":
             parts = []
         if parts is not None:

@@ -58,7 +58,6 @@ from canopy.limits import (
     range_problem,
     text_problem,
 )
-from canopy.platforms import platform_names
 from canopy.workdir import normalize_workdir
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
@@ -138,6 +137,10 @@ def _not_empty(items: list[_Item]) -> list[_Item]:
 
 
 def _known_platform(value: str) -> str:
+    # Imported here: reading a stored graph (graph info) checks no platform, and the
+    # registry imports every adapter and the platform config.
+    from canopy.platforms import platform_names
+
     known = platform_names()
     if value not in known:
         raise ValueError(f"unknown platform {value!r}; known platforms: {', '.join(known)}")
