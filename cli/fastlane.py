@@ -316,6 +316,18 @@ def _graph_list(rows: Rows, _options: Options, _positionals: list[str], as_json:
     emit(result, as_json, lambda: views.show_graph_list(result))
 
 
+def _graph_info(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.cli import graph_views
+    from canopy.ops.graph_info import stored_graph_info
+
+    info = stored_graph_info(rows, positionals[0])
+    if info.status == "running":  # only then is the full operation's Temporal check needed
+        from canopy.ops.graphs import with_consistency_warning
+
+        info = with_consistency_warning(info)
+    emit(info.as_json(), as_json, lambda: graph_views.show_graph(info))
+
+
 # --------------------------------------------------------------------------- sessions
 
 
@@ -370,6 +382,7 @@ _COMMANDS: dict[tuple[str, ...], _Command] = {
     ("queue", "reorder"): _Command(_queue_reorder, (2, None)),
     ("queue", "group"): _Command(_queue_group, (2, 3), flags=("--clear",)),
     ("graph", "list"): _Command(_graph_list),
+    ("graph", "info"): _Command(_graph_info, (1, 1)),
     ("session", "list"): _Command(_session_list, flags=("--all",)),
     ("session", "get"): _Command(_session_get, (1, 1)),
     ("notifications",): _Command(_notifications, options=("--limit",), numbers=("--limit",)),

@@ -219,9 +219,13 @@ def test_a_command_loads_only_its_own_module(home: Path) -> None:
 
 
 def on_fast_lane(home: Path, *args: str, stdin: str | None = None) -> Result:
-    """``canopy ARGS``, asserting the fast lane served it (no typer, SQLAlchemy or SDK)."""
+    """``canopy ARGS``, asserting the fast lane served it: no typer, SQLAlchemy, SDK or
+    jinja2, and no pydantic but for ``graph info``, which builds the typed GraphInfo."""
     result = run_canopy(home, *args, stdin=stdin, python_flags=("-X", "importtime"))
-    assert not {"typer", "sqlalchemy", "temporalio"} & imported_modules(result), args
+    unwanted = {"typer", "sqlalchemy", "temporalio", "jinja2"}
+    if list(args[:2]) != ["graph", "info"]:
+        unwanted.add("pydantic")
+    assert not unwanted & imported_modules(result), args
     result.stderr = "".join(
         line for line in result.stderr.splitlines(keepends=True) if not line.startswith("import")
     )
@@ -270,12 +274,35 @@ def test_fast_lane_answers_exactly_like_the_full_cli(home: Path) -> None:
         ["session", "get", "nope"],
         ["graph", "list", "--json"],
         ["graph", "list"],
+        ["graph", "info", graph["id"], "--json"],
+        ["graph", "info", "build"],
+        ["graph", "info", "nope"],
         ["notifications", "--json"],
         ["notifications", "--limit", "1"],
         ["notifications", "--limit=0"],
     ):
         fast, full = on_fast_lane(home, *args), on_full_path(home, *args)
         assert (fast.code, fast.stdout, fast.stderr) == (full.code, full.stdout, full.stderr), args
+
+
+def test_graph_info_of_a_running_graph_asks_temporal_on_both_paths(home: Path) -> None:
+    """The store says running but no run is active: the consistency warning says so."""
+    definition = json.dumps(example(name="stuck"))
+    graph = ok(run_canopy(home, "graph", "create", "-f", "-", "--json", stdin=definition)).json()
+    store = Store(f"sqlite:///{home / 'canopy.db'}")
+    with store.transaction() as db:
+        db.get_one(Graph, graph["id"]).status = "running"
+    store.close()
+    fast = ok(run_canopy(home, "graph", "info", "stuck", "--json"))
+    assert "has no active run" in fast.json()["consistency_warning"]
+    assert fast.stdout == ok(on_full_path(home, "graph", "info", "stuck", "--json")).stdout
+
+
+def test_graph_info_reads_a_stored_graph_without_jinja2_or_the_platforms(home: Path) -> None:
+    ok(run_canopy(home, "graph", "create", "-f", "-", stdin=json.dumps(example())))
+    loaded = modules_loaded(home, "graph", "info", "build", "--json")
+    assert "canopy.ops.graph_info" in loaded
+    assert not {"jinja2", "canopy.platforms", "sqlalchemy", "typer"} & loaded
 
 
 def block_with_a_paused_run(home: Path, graph_id: str) -> None:

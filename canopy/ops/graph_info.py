@@ -1,9 +1,11 @@
 """What ``graph info`` shows: one graph's definition and its readable run record, typed.
 
-:class:`GraphInfo` is read from the store in one transaction (:func:`read_graph_info`);
-the CLI's views and the consistency check read its fields, and its JSON form
-(:meth:`GraphInfo.as_json`) is ``graph info --json`` and the MCP ``graph get`` answer.
-Its JSON schema is published as ``docs/graph-info.schema.json``.
+:class:`GraphInfo` is read from the store in one transaction (:func:`stored_graph_info`,
+:func:`read_graph_info`); the CLI's views and the consistency check read its fields, and
+its JSON form (:meth:`GraphInfo.as_json`) is ``graph info --json`` and the MCP ``graph
+get`` answer. Its JSON schema is published as ``docs/graph-info.schema.json``. It is read
+with portable SQL (:func:`~canopy.ops.common.sql_transaction`), so the CLI's fast lane
+builds the same model without SQLAlchemy.
 
 The stored parts (nodes, ensembles, hooks, blocker, hook configs) come back exactly as
 stored: the JSON form leaves out only what the store did not have.
@@ -11,16 +13,20 @@ stored: the JSON form leaves out only what the store did not have.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
+from canopy.errors import Refused
 from canopy.graphs.model import AgentConfig, Hook, Node, stored_hook, stored_node
+from canopy.ops.common import sql_transaction
 from canopy.statuses import ACTIVE_RUN_STATUSES
-from canopy.store.models import Graph, GraphSpec, HookRun, NodeRun, Queue, Run, RunSpec, Spec
+from canopy.store.queries import resolve_id, stored_json
 from canopy.timefmt import to_iso
+
+if TYPE_CHECKING:
+    from canopy.store.engine import Store
+    from canopy.store.queries import Row, Rows
 
 
 class BoundSpec(BaseModel):
@@ -165,124 +171,162 @@ class GraphInfo(BaseModel):
         return self.model_dump(mode="json", exclude_unset=True)
 
 
-def read_graph_info(db: Session, row: Graph) -> GraphInfo:
-    """The graph ``row`` with its run record, as the store has it now."""
-    run_rows = graph_runs(db, row.id)
-    active = first_active(run_rows)
+def stored_graph_info(store: Store | Rows, graph: str) -> GraphInfo:
+    """The graph ``graph`` (a name, id or unique id prefix) names, as the store has it:
+    everything ``graph info`` shows but the consistency warning, which asks Temporal."""
+    with sql_transaction(store) as rows:
+        return read_graph_info(rows, resolve_id(rows, "graph", graph), graph)
+
+
+def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphInfo:
+    """The graph ``graph_id`` with its run record, in the caller's transaction; refused,
+    naming ``ref`` (what the user typed), if it does not exist."""
+    found = rows(
+        "SELECT id, name, status, workdir, allow_dirty_start, CAST(blocker AS TEXT) AS blocker,"
+        " CAST(hooks AS TEXT) AS hooks, CAST(nodes AS TEXT) AS nodes,"
+        " CAST(ensembles AS TEXT) AS ensembles, created_at, updated_at"
+        " FROM graphs WHERE id = :id",
+        {"id": graph_id},
+    )
+    if not found:
+        raise Refused(f"no graph matches {ref or graph_id!r}")
+    row = found[0]
+    run_rows = _run_rows(rows, graph_id)
     runs = [_run_info(run) for run in run_rows]
+    active = first_active(runs)
+    resume_at = {run["id"]: run["scheduled_resume_at"] for run in run_rows}
+    blocker = stored_json(row["blocker"])
+    hooks: dict[str, list[dict[str, Any]]] = stored_json(row["hooks"])
+    ensembles: dict[str, list[dict[str, Any]]] = stored_json(row["ensembles"])
     return GraphInfo(
-        id=row.id,
-        name=row.name,
-        status=row.status,
-        workdir=row.workdir,
-        allow_dirty_start=row.allow_dirty_start,
-        blocker=Blocker.model_validate(row.blocker) if row.blocker is not None else None,
-        hooks={event: [stored_hook(hook) for hook in hooks] for event, hooks in row.hooks.items()},
-        nodes=[stored_node(node) for node in row.nodes],
+        id=row["id"],
+        name=row["name"],
+        status=row["status"],
+        workdir=row["workdir"],
+        allow_dirty_start=bool(row["allow_dirty_start"]),
+        blocker=Blocker.model_validate(blocker) if blocker is not None else None,
+        hooks={event: [stored_hook(hook) for hook in listed] for event, listed in hooks.items()},
+        nodes=[stored_node(node) for node in stored_json(row["nodes"])],
         ensembles={
             name: [AgentConfig.model_validate(member) for member in members]
-            for name, members in row.ensembles.items()
+            for name, members in ensembles.items()
         },
-        specs=bound_specs(db, row.id),
-        active_run=_run_info(active) if active is not None else None,
+        specs=bound_specs(rows, graph_id),
+        active_run=active,
         runs=runs,
-        node_runs=_node_runs(db, runs[0].id) if runs else [],
-        completion_hook_runs=_hook_runs(db, row.id),
-        queue_progress=_queue_progress(db, runs),
-        scheduled_resume_at=to_iso(active.scheduled_resume_at) if active else None,
+        node_runs=_node_runs(rows, runs[0].id) if runs else [],
+        completion_hook_runs=_hook_runs(rows, graph_id),
+        queue_progress=_queue_progress(rows, runs),
+        scheduled_resume_at=to_iso(resume_at[active.id]) if active else None,
         consistency_warning=None,
-        created_at=to_iso(row.created_at),
-        updated_at=to_iso(row.updated_at),
+        created_at=to_iso(row["created_at"]),
+        updated_at=to_iso(row["updated_at"]),
     )
 
 
-def bound_specs(db: Session, graph_id: str) -> list[BoundSpec]:
+def bound_specs(rows: Rows, graph_id: str) -> list[BoundSpec]:
     """The specs bound to the graph, in binding order."""
-    result = db.execute(
-        select(Spec.id, Spec.name, Spec.status)
-        .join(GraphSpec, GraphSpec.spec_id == Spec.id)
-        .where(GraphSpec.graph_id == graph_id)
-        .order_by(GraphSpec.position)
+    found = rows(
+        "SELECT s.id, s.name, s.status FROM specs s JOIN graph_specs b ON b.spec_id = s.id"
+        " WHERE b.graph_id = :graph_id ORDER BY b.position",
+        {"graph_id": graph_id},
     )
-    return [BoundSpec(id=spec_id, name=name, status=status) for spec_id, name, status in result]
+    return [BoundSpec(id=spec["id"], name=spec["name"], status=spec["status"]) for spec in found]
 
 
-def graph_runs(db: Session, graph_id: str) -> list[Run]:
+def graph_runs(rows: Rows, graph_id: str) -> list[RunInfo]:
     """The graph's runs, newest first."""
-    return list(db.scalars(select(Run).where(Run.graph_id == graph_id).order_by(Run.number.desc())))
+    return [_run_info(run) for run in _run_rows(rows, graph_id)]
 
 
-def first_active(runs: list[Run]) -> Run | None:
+def first_active(runs: list[RunInfo]) -> RunInfo | None:
     """The run that still owns the graph (running or paused), if any."""
     return next((run for run in runs if run.status in ACTIVE_RUN_STATUSES), None)
 
 
-def _run_info(run: Run) -> RunInfo:
-    return RunInfo(
-        id=run.id,
-        number=run.number,
-        status=run.status,
-        queue_id=run.queue_id,
-        workdir=run.workdir,
-        workflow_id=run.workflow_id,
-        summary=run.summary,
-        started_at=to_iso(run.started_at),
-        ended_at=to_iso(run.ended_at),
+def _run_rows(rows: Rows, graph_id: str) -> list[Row]:
+    """The graph's runs as stored, newest first."""
+    return rows(
+        "SELECT id, number, status, queue_id, workdir, workflow_id,"
+        " CAST(summary AS TEXT) AS summary, started_at, ended_at, scheduled_resume_at"
+        " FROM runs WHERE graph_id = :graph_id ORDER BY number DESC",
+        {"graph_id": graph_id},
     )
 
 
-def _hook_runs(db: Session, graph_id: str) -> list[HookRunInfo]:
+def _run_info(run: Row) -> RunInfo:
+    return RunInfo(
+        id=run["id"],
+        number=run["number"],
+        status=run["status"],
+        queue_id=run["queue_id"],
+        workdir=run["workdir"],
+        workflow_id=run["workflow_id"],
+        summary=stored_json(run["summary"]),
+        started_at=to_iso(run["started_at"]),
+        ended_at=to_iso(run["ended_at"]),
+    )
+
+
+def _hook_runs(rows: Rows, graph_id: str) -> list[HookRunInfo]:
     """Every hook run of the graph, oldest first, with the exact config that fired."""
-    hook_runs = db.scalars(select(HookRun).where(HookRun.graph_id == graph_id).order_by(HookRun.id))
+    found = rows(
+        "SELECT id, run_id, event, hook_index, CAST(hook_config AS TEXT) AS hook_config,"
+        " spec_id, status, output, error, log_path, started_at, ended_at"
+        " FROM hook_runs WHERE graph_id = :graph_id ORDER BY id",
+        {"graph_id": graph_id},
+    )
     return [
         HookRunInfo(
-            id=hook_run.id,
-            run_id=hook_run.run_id,
-            event=hook_run.event,
-            hook_index=hook_run.hook_index,
-            hook_config=hook_run.hook_config,
-            spec_id=hook_run.spec_id,
-            status=hook_run.status,
-            output=hook_run.output,
-            error=hook_run.error,
-            log_path=hook_run.log_path,
-            started_at=to_iso(hook_run.started_at),
-            ended_at=to_iso(hook_run.ended_at),
+            id=hook_run["id"],
+            run_id=hook_run["run_id"],
+            event=hook_run["event"],
+            hook_index=hook_run["hook_index"],
+            hook_config=stored_json(hook_run["hook_config"]),
+            spec_id=hook_run["spec_id"],
+            status=hook_run["status"],
+            output=hook_run["output"],
+            error=hook_run["error"],
+            log_path=hook_run["log_path"],
+            started_at=to_iso(hook_run["started_at"]),
+            ended_at=to_iso(hook_run["ended_at"]),
         )
-        for hook_run in hook_runs
+        for hook_run in found
     ]
 
 
-def _node_runs(db: Session, run_id: str) -> list[NodeRunInfo]:
+def _node_runs(rows: Rows, run_id: str) -> list[NodeRunInfo]:
     """One run's node runs in launch order, with the spec's name when it still exists."""
-    result = db.execute(
-        select(NodeRun, Spec.name)
-        .outerjoin(Spec, Spec.id == NodeRun.spec_id)
-        .where(NodeRun.run_id == run_id)
-        .order_by(NodeRun.id)
+    found = rows(
+        "SELECT n.id, n.spec_id, s.name AS spec_name, n.node, n.visit, n.platform, n.status,"
+        " n.exit_code, n.log_path, n.harness_session_id, n.host, n.error, n.started_at,"
+        " n.ended_at"
+        " FROM node_runs n LEFT JOIN specs s ON s.id = n.spec_id"
+        " WHERE n.run_id = :run_id ORDER BY n.id",
+        {"run_id": run_id},
     )
     return [
         NodeRunInfo(
-            id=node_run.id,
-            spec_id=node_run.spec_id,
-            spec_name=spec_name,
-            node=node_run.node,
-            visit=node_run.visit,
-            platform=node_run.platform,
-            status=node_run.status,
-            exit_code=node_run.exit_code,
-            log_path=node_run.log_path,
-            harness_session_id=node_run.harness_session_id,
-            host=node_run.host,
-            error=node_run.error,
-            started_at=to_iso(node_run.started_at),
-            ended_at=to_iso(node_run.ended_at),
+            id=node_run["id"],
+            spec_id=node_run["spec_id"],
+            spec_name=node_run["spec_name"],
+            node=node_run["node"],
+            visit=node_run["visit"],
+            platform=node_run["platform"],
+            status=node_run["status"],
+            exit_code=node_run["exit_code"],
+            log_path=node_run["log_path"],
+            harness_session_id=node_run["harness_session_id"],
+            host=node_run["host"],
+            error=node_run["error"],
+            started_at=to_iso(node_run["started_at"]),
+            ended_at=to_iso(node_run["ended_at"]),
         )
-        for node_run, spec_name in result
+        for node_run in found
     ]
 
 
-def _queue_progress(db: Session, runs: list[RunInfo]) -> QueueProgress | None:
+def _queue_progress(rows: Rows, runs: list[RunInfo]) -> QueueProgress | None:
     """What the latest queue-driven run did, rebuilt from its ``run_specs`` and ``node_runs``.
 
     One entry per spec in the order the run reached it; a spec that passed through the
@@ -293,31 +337,34 @@ def _queue_progress(db: Session, runs: list[RunInfo]) -> QueueProgress | None:
     if run is None or run.queue_id is None:
         return None
     members: dict[str, QueueMemberProgress] = {}
-    passages = db.execute(
-        select(RunSpec.spec_id, RunSpec.group, RunSpec.outcome, Spec.name)
-        .outerjoin(Spec, Spec.id == RunSpec.spec_id)
-        .where(RunSpec.run_id == run.id)
-        .order_by(RunSpec.id)
+    passages = rows(
+        "SELECT p.spec_id, p.group_name, p.outcome, s.name"
+        " FROM run_specs p LEFT JOIN specs s ON s.id = p.spec_id"
+        " WHERE p.run_id = :run_id ORDER BY p.id",
+        {"run_id": run.id},
     )
-    for spec_id, group, outcome, name in passages:
+    for passage in passages:
+        spec_id, group, outcome = passage["spec_id"], passage["group_name"], passage["outcome"]
         member = members.get(spec_id)
         if member is None:
             member = QueueMemberProgress(
-                spec_id=spec_id, name=name, nodes=[], group=group, outcome=outcome
+                spec_id=spec_id, name=passage["name"], nodes=[], group=group, outcome=outcome
             )
             members[spec_id] = member
         member.group, member.outcome = group, outcome
-    launched = db.execute(
-        select(NodeRun.spec_id, NodeRun.node).where(NodeRun.run_id == run.id).order_by(NodeRun.id)
+    launched = rows(
+        "SELECT spec_id, node FROM node_runs WHERE run_id = :run_id ORDER BY id",
+        {"run_id": run.id},
     )
-    for spec_id, node in launched:
-        if spec_id in members:
-            members[spec_id].nodes.append(node)
+    for node_run in launched:
+        if node_run["spec_id"] in members:
+            members[node_run["spec_id"]].nodes.append(node_run["node"])
+    queue = rows("SELECT name FROM queues WHERE id = :id", {"id": run.queue_id})
     return QueueProgress(
         run_id=run.id,
         run_number=run.number,
         run_status=run.status,
         queue_id=run.queue_id,
-        queue_name=db.scalar(select(Queue.name).where(Queue.id == run.queue_id)),
+        queue_name=queue[0]["name"] if queue else None,
         members=list(members.values()),
     )

@@ -33,10 +33,12 @@ from canopy.ids import new_id
 from canopy.ops.common import rows_of
 from canopy.ops.graph_info import (
     GraphInfo,
+    RunInfo,
     bound_specs,
     first_active,
     graph_runs,
     read_graph_info,
+    stored_graph_info,
 )
 from canopy.store import queries
 from canopy.store.engine import Store
@@ -44,7 +46,6 @@ from canopy.store.models import (
     Graph,
     GraphSpec,
     QueueMember,
-    Run,
     Spec,
 )
 from canopy.store.run_records import lock_graph
@@ -65,7 +66,7 @@ def graph_create(store: Store, definition: Mapping[str, Any]) -> dict[str, Any]:
         db.flush()
         _bind_specs(db, row.id, graph.specs)
         _resolve_hook_spec_ids(db, row, HOOK_EVENTS)
-        return read_graph_info(db, row).as_json()
+        return read_graph_info(rows_of(db), row.id).as_json()
 
 
 def graph_list(store: Store) -> list[dict[str, Any]]:
@@ -82,7 +83,12 @@ def graph_info(store: Store, graph: str) -> GraphInfo:
     :func:`graph_info_async`. Other graphs are answered from the store alone, without
     loading the Temporal SDK.
     """
-    info = _stored_info(store, graph)
+    return with_consistency_warning(stored_graph_info(store, graph))
+
+
+def with_consistency_warning(info: GraphInfo) -> GraphInfo:
+    """``info`` with its ``consistency_warning`` when the store calls the graph running
+    (asking Temporal, blocking); other graphs are returned as they are."""
     if info.status == "running":
         from canopy.ops import control
 
@@ -92,7 +98,7 @@ def graph_info(store: Store, graph: str) -> GraphInfo:
 
 async def graph_info_async(store: Store, graph: str) -> GraphInfo:
     """:func:`graph_info` for callers inside an event loop (MCP, tests with a worker)."""
-    info = _stored_info(store, graph)
+    info = stored_graph_info(store, graph)
     if info.status == "running":
         from canopy.ops import control
 
@@ -108,12 +114,6 @@ def graph_get(store: Store, graph: str) -> dict[str, Any]:
 async def graph_get_async(store: Store, graph: str) -> dict[str, Any]:
     """:func:`graph_info_async` in its JSON form (the MCP ``graph get``)."""
     return (await graph_info_async(store, graph)).as_json()
-
-
-def _stored_info(store: Store, graph: str) -> GraphInfo:
-    """The store's half of ``graph_info``: everything but the consistency warning."""
-    with store.transaction() as db:
-        return read_graph_info(db, _load(db, graph))
 
 
 def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str, Any]:
@@ -139,7 +139,7 @@ def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str
             _bind_specs(db, row.id, checked.specs)
         _resolve_hook_spec_ids(db, row, edited_events(changes))
         db.flush()
-        edited = read_graph_info(db, row).as_json()
+        edited = read_graph_info(rows_of(db), row.id).as_json()
         if edited_events(changes):
             edited.update(_remaining_hook_events(db, row))
         return edited
@@ -149,13 +149,13 @@ def graph_delete(store: Store, graph: str) -> dict[str, Any]:
     """Delete a graph and its run record; its bound specs become standalone again."""
     with store.transaction() as db:
         row = _load(db, graph, lock=True)
-        active = first_active(graph_runs(db, row.id))
+        active = first_active(graph_runs(rows_of(db), row.id))
         if active is not None:
             raise Refused(
                 f"graph {row.id} has an active run {active.id} ({active.status}); "
                 "stop or reset it before deleting the graph"
             )
-        released = [spec.id for spec in bound_specs(db, row.id)]
+        released = [spec.id for spec in bound_specs(rows_of(db), row.id)]
         db.delete(row)
         return {"id": row.id, "deleted": True, "released_specs": released}
 
@@ -201,7 +201,7 @@ def _definition_of(db: Session, row: Graph) -> dict[str, Any]:
         "nodes": row.nodes,
         "ensembles": row.ensembles,
         "hooks": row.hooks,
-        "specs": [spec.id for spec in bound_specs(db, row.id)],
+        "specs": [spec.id for spec in bound_specs(rows_of(db), row.id)],
     }
 
 
@@ -251,12 +251,12 @@ def _resolve_hook_spec_ids(db: Session, row: Graph, events: Iterable[str]) -> No
     named = [event for event in events if event in row.hooks]
     if not any("spec_ids" in hook for event in named for hook in row.hooks[event]):
         return
-    active = first_active(graph_runs(db, row.id))
-    bound = [spec.id for spec in bound_specs(db, row.id)]
+    active = first_active(graph_runs(rows_of(db), row.id))
+    bound = [spec.id for spec in bound_specs(rows_of(db), row.id)]
     row.hooks = resolve_spec_ids(row.hooks, named, bound + _queue_member_ids(db, active))
 
 
-def _queue_member_ids(db: Session, run: Run | None) -> list[str]:
+def _queue_member_ids(db: Session, run: RunInfo | None) -> list[str]:
     """The specs of the queue ``run`` drains, in queue order (none without a queue)."""
     if run is None or run.queue_id is None:
         return []
@@ -275,7 +275,7 @@ def _remaining_hook_events(db: Session, row: Graph) -> dict[str, Any]:
     The engine reads the stored hooks as each event fires, so an edit during a run takes
     effect at that run's events still to come; saying which avoids expecting a re-fire.
     """
-    active = first_active(graph_runs(db, row.id))
+    active = first_active(graph_runs(rows_of(db), row.id))
     if active is None:
         return {}
     left = _specs_left(db, row.id, active)
@@ -286,11 +286,11 @@ def _remaining_hook_events(db: Session, row: Graph) -> dict[str, Any]:
     }
 
 
-def _specs_left(db: Session, graph_id: str, run: Run) -> int:
+def _specs_left(db: Session, graph_id: str, run: RunInfo) -> int:
     """How many of ``run``'s specs (its queue's members, else the bound specs) may still
     complete."""
     if run.queue_id is None:
-        bound = bound_specs(db, graph_id)
+        bound = bound_specs(rows_of(db), graph_id)
         return sum(spec.status in _STILL_TO_COMPLETE for spec in bound)
     left = db.scalar(
         select(func.count())
