@@ -2,9 +2,12 @@
 
 One process runs two Temporal workers side by side: one on the shared main task queue
 (workflows, store bookkeeping) and one on this host's agents task queue (agent, command,
-hook, session turn and git activities, which must run where the workdir is). SIGTERM or
-SIGINT shut both down gracefully, letting in-flight activities finish for a bounded time, and the
-process exits 0. Logs go to stdout (``canopy up`` redirects them to ``logs/worker.log``).
+hook, session turn and git activities, which must run where the workdir is).
+``CANOPY_HOST`` names the host (default: the host name): main-queue work goes to any
+worker, while each machine holding workdirs serves its own ``canopy-agents@<host>``.
+SIGTERM or SIGINT shut both down gracefully, letting in-flight activities finish for a
+bounded time, and the process exits 0. Logs go to stdout (``canopy up`` redirects them
+to ``logs/worker.log``).
 
 Run it as ``python worker.py``, ``python -m canopy.worker`` or ``canopy worker``.
 """

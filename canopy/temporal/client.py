@@ -9,10 +9,12 @@ environment. temporalio is imported only inside the functions that connect: stor
 commands import this module for its constants and must not pay for (or depend on) the SDK.
 """
 
+import os
 import socket
 from typing import TYPE_CHECKING
 
 from canopy.errors import Refused
+from canopy.limits import clean_path_safe_name
 from canopy.temporal import devserver
 
 if TYPE_CHECKING:
@@ -28,10 +30,26 @@ MAIN_TASK_QUEUE = "canopy"
 AGENTS_TASK_QUEUE_PREFIX = "canopy-agents@"
 """Per-host queue prefix: agent, command, hook and git activities run where the workdir is."""
 
+HOST_VARIABLE = "CANOPY_HOST"
+HOST_MAX_LENGTH = 255
+"""A host name is stored with each session (``sessions.host``, 255 characters)."""
+
 
 def this_host() -> str:
-    """This machine's name, as agents task queues and sessions record it."""
-    return socket.gethostname()
+    """This machine's name, as agents task queues and sessions record it: ``CANOPY_HOST``,
+    else the host name. The override exists because the host name is not always the name
+    others use for the machine: a container gets a random one on every start, which would
+    strand the sessions and runs recorded under the previous name."""
+    configured = os.environ.get(HOST_VARIABLE, "")
+    if not configured.strip():
+        return socket.gethostname()
+    return check_host(configured, HOST_VARIABLE)
+
+
+def check_host(host: str, what: str = "host") -> str:
+    """``host`` stripped, or the one-line refusal: one line, no control characters, and
+    file-name safe, since it is part of a task queue name and of shell hints."""
+    return clean_path_safe_name(host, what, HOST_MAX_LENGTH)
 
 
 def agents_task_queue(host: str | None = None) -> str:
