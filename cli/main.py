@@ -11,7 +11,6 @@ when ``CANOPY_DEBUG=1`` asks for it.
 
 import os
 import sys
-import traceback
 
 from canopy.cli.render import refuse
 from canopy.errors import Refused, debug_requested, unexpected_error_line
@@ -37,6 +36,8 @@ def run(args: list[str]) -> int:
         return 1
     except Exception as error:  # the last resort: one line, never a traceback
         if debug_requested():
+            import traceback  # only here: loading it costs every command a few ms
+
             traceback.print_exc()
         refuse(unexpected_error_line(error))
         return 1
