@@ -39,17 +39,16 @@ def unexpected_error_line(error: BaseException) -> str:
     Every front end ends with this instead of a traceback, so a user always gets one line
     to act on: the store's integrity and locking errors (two commands racing for the same
     row) say to try again; anything else is named as an internal error, pointing at
-    ``CANOPY_DEBUG=1`` for the traceback. SQLAlchemy is looked up, not imported, because
-    the CLI's fast lane never loads it.
+    ``CANOPY_DEBUG=1`` for the traceback. The store's errors come from SQLAlchemy, or
+    straight from :mod:`sqlite3` on the CLI's fast lane; both are looked up, not imported,
+    so neither is loaded for this.
     """
-    store_errors = sys.modules.get("sqlalchemy.exc")
-    if store_errors is not None and isinstance(
-        error, store_errors.IntegrityError | store_errors.OperationalError
-    ):
+    drivers = [sys.modules.get(name) for name in ("sqlalchemy.exc", "sqlite3")]
+    integrity = tuple(driver.IntegrityError for driver in drivers if driver is not None)
+    operational = tuple(driver.OperationalError for driver in drivers if driver is not None)
+    if isinstance(error, integrity + operational):
         reason = _short(str(getattr(error, "orig", None) or error))
-        race = isinstance(error, store_errors.IntegrityError) or any(
-            word in reason.lower() for word in _RACE_WORDS
-        )
+        race = isinstance(error, integrity) or any(word in reason.lower() for word in _RACE_WORDS)
         if race:
             return f"{STORE_RACE}: {reason}"
         return f"the store could not be used: {reason}"

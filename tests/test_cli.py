@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from canopy.cli.app import COMMANDS, load_command
+from canopy.errors import unexpected_error_line
 from canopy.ops.notifications import notify
 from canopy.store.engine import Store
 from canopy.store.models import Graph, Run
@@ -415,6 +417,23 @@ def stored_rows(home: Path, known: set[str]) -> dict[str, list[str]]:
     }
     connection.close()
     return rows
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        sqlite3.IntegrityError("UNIQUE constraint failed: queues.name"),
+        sqlite3.OperationalError("database is locked"),
+        sqlite3.OperationalError("no such table: specs"),
+    ],
+)
+def test_store_errors_read_alike_on_both_paths(error: sqlite3.Error) -> None:
+    """The fast lane meets sqlite3's errors as they are; the full path, wrapped by
+    SQLAlchemy. A lost race must say "try again" on both."""
+    wrapper = IntegrityError if isinstance(error, sqlite3.IntegrityError) else OperationalError
+    line = unexpected_error_line(error)
+    assert line == unexpected_error_line(wrapper("UPDATE", {}, error))
+    assert not line.startswith("internal error")
 
 
 def test_store_commands_never_import_temporalio(home: Path) -> None:
