@@ -98,8 +98,8 @@ def try_run(args: list[str]) -> bool:
 def _command_of(args: list[str]) -> tuple[_Command, list[str]] | None:
     """The served command ``args`` start with (two words, or one) and the tokens after it."""
     for words in (2, 1):
-        command = _COMMANDS.get(tuple(args[:words]))
-        if command is not None and len(args) >= words:
+        command = _COMMANDS.get(tuple(args[:words])) if len(args) >= words else None
+        if command is not None:
             return command, args[words:]
     return None
 
