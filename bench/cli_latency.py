@@ -5,11 +5,13 @@ Usage: ``make bench`` or ``.venv/bin/python -m bench.cli_latency [--specs N] [--
 Each command runs R times in a fresh process (output to /dev/null); the table gives the
 median wall time and its ratio to ``python -c pass`` measured in the same run, so the
 figures compare across machines. It covers every read command, the two most common writes
-(``spec create``, ``queue add``) and ``canopy --help``, and reports which of the heavy
-packages each command imported.
+(``spec create``, ``queue add``), ``canopy --help`` and, for comparison, one write that
+still takes the full typer and SQLAlchemy path (``graph create``), and reports which of the
+heavy packages each command imported.
 """
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -72,10 +74,10 @@ def fill_store(home: Path, count: int, sessions: int, rounds: int) -> dict[str, 
     }
 
 
-def _definition(specs: list[str]) -> dict[str, object]:
+def _definition(specs: list[str], name: str = "build") -> dict[str, object]:
     """Three nodes (an agent, a command, an ensemble fixer) bound to ``specs``."""
     return {
-        "name": "build",
+        "name": name,
         "workdir": "/src/app",
         "nodes": [
             {"name": "implement", "platform": "claude", "prompt": "Implement {{spec_body}}"},
@@ -191,6 +193,8 @@ def main() -> None:
         python = sys.executable
         canopy = [str(Path(python).parent / "canopy")]
         body = render_tagged({name: f"the {name}" for name in SECTION_NAMES})
+        definition = home / "extra.json"
+        definition.write_text(json.dumps(_definition([], "extra")))
         commands: dict[str, Argv] = {
             BASELINE: same([python, "-c", "pass"]),
             "canopy --help": same([*canopy, "--help"]),
@@ -223,6 +227,9 @@ def main() -> None:
             "write: queue add small SPEC (table)": lambda round_number: [
                 *canopy, "queue", "add", "small", ids[f"add-{round_number}"],
             ],
+            "write, full path: graph create -f FILE --json": same([
+                *canopy, "graph", "create", "-f", str(definition), "--json",
+            ]),
         }  # fmt: skip
         medians = interleaved_medians(commands, env, options.runs)
         baseline = medians[BASELINE]
