@@ -124,6 +124,13 @@ RunWorkdir = Annotated[
     str | None,
     Field(description=f"run: run in this workdir instead of the graph's {WORKDIR_NOTE}."),
 ]
+RunHost = Annotated[
+    str | None,
+    Field(
+        description="run: the machine holding the workdir, whose worker runs the nodes (its "
+        "CANOPY_HOST; default: the MCP server's host)."
+    ),
+]
 
 
 VERB = "The action: what to do. The tool description lists each action's arguments."
@@ -240,6 +247,7 @@ async def graph_control_tool(
     graph_id: GraphId = None,
     queue_id: QueueId = None,
     workdir: RunWorkdir = None,
+    host: RunHost = None,
     mode: Annotated[
         str | None,
         Field(
@@ -466,10 +474,13 @@ TOOLS: tuple[ToolDef, ...] = (
         {
             "run": Verb(
                 "Start a run over the graph's bound specs, or the pending members of "
-                "queue_id; refused if the workdir is not a clean git work tree.",
-                lambda store, a: runs.graph_run(store, a["graph_id"], a["queue_id"], a["workdir"]),
+                "queue_id, on host; refused if the workdir is not a clean git work tree or "
+                "no worker serves the host.",
+                lambda store, a: runs.graph_run(
+                    store, a["graph_id"], a["queue_id"], a["workdir"], a["host"]
+                ),
                 needs=("graph_id",),
-                takes=("queue_id", "workdir"),
+                takes=("queue_id", "workdir", "host"),
             ),
             "continue": Verb(
                 "Resume a paused graph: recheck the tree, run_from_node (node, spec_id) or "

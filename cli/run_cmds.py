@@ -20,10 +20,19 @@ def run(
     workdir: Annotated[
         str | None, typer.Option("--workdir", help="Run in this workdir instead of the graph's.")
     ] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(
+            "--host", help="The machine holding the workdir (its CANOPY_HOST; default: this one)."
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Start a run over the graph's bound specs or a queue (refused if the tree is dirty)."""
-    result = asyncio.run(runs.graph_run(open_store(), graph, queue=queue, workdir=workdir))
+    """Start a run over the graph's bound specs or a queue (refused if the tree is dirty or
+    no worker serves the host)."""
+    result = asyncio.run(
+        runs.graph_run(open_store(), graph, queue=queue, workdir=workdir, host=host)
+    )
 
     def human() -> None:
         print_line(f"started {result['run_id']} of {result['graph_name']} in {result['workdir']}")

@@ -1,5 +1,5 @@
-"""Hosts by name: ``CANOPY_HOST`` names the agents task queue a worker serves, on the real
-dev server with a real worker process.
+"""Hosts by name: ``CANOPY_HOST`` names the agents task queue a worker serves, and a run
+goes to the host it names (``graph run --host``), on the real dev server with real workers.
 
 Every host name carries a fresh suffix: the dev server remembers a queue's pollers for
 minutes, so a name shared between tests would find the previous test's worker.
@@ -14,23 +14,28 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Literal
 
 import pytest
 import pytest_asyncio
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from canopy.contracts.ping import PING_WORKFLOW
 from canopy.errors import Refused
-from canopy.ops import sessions
+from canopy.ops import control, runs, sessions
 from canopy.store.engine import Store
 from canopy.temporal import client as temporal_client
 from tests import engine
-from tests.engine import SETTLE_TIMEOUT
+from tests.cli_helpers import run_canopy
+from tests.conftest import make_specs, snapshot
+from tests.engine import SETTLE_TIMEOUT, make_graph, running_workers
 
 pytestmark = pytest.mark.server
 
 store = engine.home_store
+
+NODE = {"name": "work", "command": "true"}
 
 
 def a_host(name: str) -> str:
@@ -44,6 +49,16 @@ def dev_server(temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_env.client.service_client.config.target_host)
     monkeypatch.setattr(temporal_client, "MAIN_TASK_QUEUE", f"canopy-{uuid.uuid4().hex}")
     return temporal_env.client
+
+
+async def agent_queues_of(handle: WorkflowHandle[object, object]) -> set[tuple[str, str]]:
+    """(activity type, task queue) of every node activity the workflow scheduled."""
+    scheduled = set()
+    async for event in handle.fetch_history_events():
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            attributes = event.activity_task_scheduled_event_attributes
+            scheduled.add((attributes.activity_type.name, attributes.task_queue.name))
+    return {pair for pair in scheduled if pair[0].startswith("run_")}
 
 
 # --------------------------------------------------------------------------- CANOPY_HOST
@@ -100,6 +115,24 @@ async def test_canopy_host_names_the_queue_the_worker_serves(
     assert reply == f"pong from {socket.gethostname()}"
 
 
+async def test_a_run_on_a_named_host_runs_its_nodes_on_that_hosts_worker(
+    worker_process: str,
+    dev_server: Client,
+    store: Store,
+    repo: Path,
+) -> None:
+    host = worker_process
+    assert temporal_client.this_host() != host, "the run names a host other than this one"
+    (spec,) = make_specs(store, "alpha")
+    graph = make_graph(store, repo, [NODE], specs=[spec])
+    started = await runs.graph_run(store, graph, host=host)
+    handle = dev_server.get_workflow_handle(started["workflow_id"])
+    await asyncio.wait_for(handle.result(), SETTLE_TIMEOUT)
+    settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
+    assert settled["status"] == "completed", settled
+    assert await agent_queues_of(handle) == {("run_command_node", f"canopy-agents@{host}")}
+
+
 def test_sessions_record_the_canopy_host(
     store: Store, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -116,3 +149,64 @@ def test_an_unusable_host_name_is_refused(monkeypatch: pytest.MonkeyPatch) -> No
     assert temporal_client.this_host() == socket.gethostname(), "blank means unset"
     with pytest.raises(Refused, match=r"^host may use letters"):
         temporal_client.check_host("../etc")
+
+
+# --------------------------------------------------------------------------- graph run
+
+
+def test_graph_run_passes_its_host_option_on(canopy_home: Path, store: Store, repo: Path) -> None:
+    make_graph(store, repo, [NODE])
+    result = run_canopy(canopy_home, "graph", "run", "build", "--host", "../etc")
+    assert (result.code, result.stdout) == (1, "")
+    assert result.stderr == (
+        "error: host may use letters, digits, '_', '-', '.' and spaces only, starting with a "
+        "letter, digit or '_' (found '.' at offset 0)\n"
+    )
+
+
+async def test_a_run_on_a_host_no_worker_serves_is_refused_and_writes_nothing(
+    dev_server: Client, store: Store, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runs, "WORKER_WAIT_SECONDS", 0.5)
+    host = a_host("nowhere")
+    (spec,) = make_specs(store, "alpha")
+    graph = make_graph(store, repo, [NODE], specs=[spec])
+    before = snapshot(store)
+    with pytest.raises(Refused) as refusal:
+        await runs.graph_run(store, graph, host=host)
+    assert str(refusal.value) == (
+        f"no worker serves host {host} (nothing polled task queue canopy-agents@{host} "
+        f"within 0.5 s); start one on the machine that holds the workdir: "
+        f"CANOPY_HOST={host} canopy worker"
+    )
+    assert snapshot(store) == before, "the refused start left nothing behind"
+
+
+async def test_a_start_waits_for_a_worker_that_is_starting(
+    dev_server: Client, store: Store, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race of a fresh ``canopy up``: the run is started while the host's worker is
+    still starting, and goes ahead once it polls."""
+    host = a_host("late")
+    monkeypatch.setenv("CANOPY_HOST", host)
+    looked = asyncio.Event()
+    recently_polled = control.recently_polled
+
+    async def spy(
+        client: Client, task_queue: str, tasks: Literal["workflow", "activity"] = "workflow"
+    ) -> bool:
+        polled = await recently_polled(client, task_queue, tasks)
+        looked.set()
+        return polled
+
+    monkeypatch.setattr(control, "recently_polled", spy)
+    (spec,) = make_specs(store, "alpha")
+    graph = make_graph(store, repo, [NODE], specs=[spec])
+    start = asyncio.create_task(runs.graph_run(store, graph))
+    await asyncio.wait_for(looked.wait(), SETTLE_TIMEOUT)
+    assert not start.done()
+    async with running_workers(dev_server):
+        started = await start
+        handle = dev_server.get_workflow_handle(started["workflow_id"])
+        await asyncio.wait_for(handle.result(), SETTLE_TIMEOUT)
+    assert await agent_queues_of(handle) == {("run_command_node", f"canopy-agents@{host}")}

@@ -22,7 +22,7 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -399,7 +399,7 @@ async def _unserved_task_queue(client: Client, handle: WorkflowHandle[Any, Any])
         description = await handle.describe()
         if _workflow_task_stuck(description.raw_description):
             return description.task_queue
-        if not await _recently_polled(client, description.task_queue):
+        if not await recently_polled(client, description.task_queue):
             return description.task_queue
     except RPCError:
         return None
@@ -420,17 +420,24 @@ def _workflow_task_stuck(raw: DescribeWorkflowExecutionResponse) -> bool:
     return utcnow() - scheduled > timedelta(seconds=STUCK_TASK_SECONDS)
 
 
-async def _recently_polled(client: Client, task_queue: str) -> bool:
-    """Whether a worker polled ``task_queue`` for workflow tasks within the freshness window."""
+async def recently_polled(
+    client: Client, task_queue: str, tasks: Literal["workflow", "activity"] = "workflow"
+) -> bool:
+    """Whether a worker polled ``task_queue`` for ``tasks`` within the freshness window."""
     from temporalio.api.enums.v1 import TaskQueueType
     from temporalio.api.taskqueue.v1 import TaskQueue
     from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
+    task_queue_type = (
+        TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
+        if tasks == "workflow"
+        else TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY
+    )
     response = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
             namespace=client.namespace,
             task_queue=TaskQueue(name=task_queue),
-            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            task_queue_type=task_queue_type,
         )
     )
     horizon = utcnow() - timedelta(seconds=POLLER_FRESH_SECONDS)

@@ -1,8 +1,10 @@
 """Starting a graph run (``graph_control run``) and waiting for it to settle.
 
 The launch guard (DESIGN §6.1) runs before anything is written: one active run per graph,
-a git work tree, and a clean tree unless the graph allows a dirty start. The run is
-recorded, then the GraphRun workflow is started; if Temporal cannot be reached or refuses
+a git work tree, and a clean tree unless the graph allows a dirty start. Then a worker
+must be serving the run's host (the machine holding the workdir, whose agents task queue
+runs every node): without one the run would wait forever, so the start is refused
+instead. The run is recorded, then the GraphRun workflow is started; if Temporal refuses
 the start, the record is rolled back, so a refused start leaves nothing behind.
 
 One active run per graph holds twice over: the store refuses a second active run (row lock
@@ -42,6 +44,13 @@ if TYPE_CHECKING:
 
 LIVENESS_CHECK_SECONDS = 2.0
 """While waiting, how often ``graph wait`` checks that the run's workflow still exists."""
+
+WORKER_WAIT_SECONDS = 10.0
+"""How long a start waits for a worker to poll the host's agents task queue before it is
+refused: a worker started a moment ago (by ``canopy up`` at the same time, or a container
+coming up) takes a few seconds to import, connect and poll."""
+WORKER_POLL_SECONDS = 0.25
+"""How often a start waiting for a worker asks Temporal again."""
 
 
 def run_tuning() -> dict[str, int]:
@@ -88,6 +97,8 @@ class CheckedStart:
     graph_name: str
     queue_id: str | None
     workdir: str
+    host: str
+    """The machine holding the workdir: the run's agent work goes to its task queue."""
 
 
 @dataclass(frozen=True)
@@ -111,25 +122,40 @@ class PreparedRun:
 
 
 def prepare_run(
-    store: Store, graph: str, queue: str | None = None, workdir: str | None = None
+    store: Store,
+    graph: str,
+    queue: str | None = None,
+    workdir: str | None = None,
+    host: str | None = None,
 ) -> PreparedRun:
-    """Validate a start and record the run (graph ``running``), race-free.
+    """Validate a start and record the run (graph ``running``), race-free; without the
+    check that a worker serves the host, which :func:`graph_run` makes between the two."""
+    return _record_checked(store, _check_start(store, graph, queue, workdir, host))
 
-    The launch guard's git checks run before anything is locked. The record is written
+
+def _record_checked(store: Store, checked: CheckedStart) -> PreparedRun:
+    """Record a start that passed the launch guard.
+
+    The launch guard's git checks ran before anything is locked. The record is written
     under the graph's row lock with the active-run check repeated, so simultaneous starts
     of one graph queue up and all but the first are refused. The partial unique index on
     active runs backs this up against any writer; its violation, or two starts taking the
     same run number, becomes the same one-line refusal.
     """
-    checked = _check_start(store, graph, queue, workdir)
     try:
         return _record_run(store, checked)
     except IntegrityError as error:
         raise _conflict_refusal(store, checked, error) from error
 
 
-def _check_start(store: Store, graph: str, queue: str | None, workdir: str | None) -> CheckedStart:
-    """The launch guard (DESIGN §6.1): no active run, a git work tree, clean unless allowed."""
+def _check_start(
+    store: Store, graph: str, queue: str | None, workdir: str | None, host: str | None
+) -> CheckedStart:
+    """The launch guard (DESIGN §6.1): no active run, a git work tree, clean unless allowed.
+
+    The git checks run on this machine, so a run on another host needs its workdir here at
+    the same path too (that host itself, or a shared mount)."""
+    run_host = temporal_client.this_host() if host is None else temporal_client.check_host(host)
     with store.transaction() as db:
         rows = rows_of(db)
         graph_id = queries.resolve_id(rows, "graph", graph)
@@ -148,7 +174,7 @@ def _check_start(store: Store, graph: str, queue: str | None, workdir: str | Non
                 f"workdir {run_workdir} is dirty ({describe_dirty(state)}); commit or "
                 "stash, or set allow_dirty_start on the graph"
             )
-    return CheckedStart(graph_id, name, queue_id, run_workdir)
+    return CheckedStart(graph_id, name, queue_id, run_workdir, run_host)
 
 
 def _refuse_if_active(db: Session, graph: Graph) -> None:
@@ -186,7 +212,7 @@ def _record_run(store: Store, checked: CheckedStart) -> PreparedRun:
                 graph_name=row.name,
                 queue_id=checked.queue_id,
                 workdir=checked.workdir,
-                agents_task_queue=temporal_client.agents_task_queue(),
+                agents_task_queue=temporal_client.agents_task_queue(checked.host),
             ).model_copy(update=run_tuning()),
             workflow_id=run.workflow_id,
             number=number,
@@ -224,16 +250,25 @@ def forget_run(store: Store, prepared: PreparedRun) -> None:
 
 
 async def graph_run(
-    store: Store, graph: str, queue: str | None = None, workdir: str | None = None
+    store: Store,
+    graph: str,
+    queue: str | None = None,
+    workdir: str | None = None,
+    host: str | None = None,
 ) -> dict[str, Any]:
-    """Start a run of ``graph`` over its bound specs or ``queue``; refused per the guard.
+    """Start a run of ``graph`` over its bound specs or ``queue`` in ``workdir`` on
+    ``host`` (default: this machine); refused per the guard, or when no worker serves the
+    host.
 
     The store and git work runs on a thread: it blocks, and callers that start runs from
     an event loop (the MCP server) keep serving meanwhile.
     """
-    prepared = await asyncio.to_thread(prepare_run, store, graph, queue, workdir)
+    checked = await asyncio.to_thread(_check_start, store, graph, queue, workdir, host)
+    client = await temporal_client.connect()
+    await require_worker_on(client, checked.host)
+    prepared = await asyncio.to_thread(_record_checked, store, checked)
     try:
-        await start_workflow(prepared)
+        await start_workflow(client, prepared)
     except BaseException:
         forget_run(store, prepared)
         raise
@@ -250,7 +285,36 @@ async def graph_run(
     }
 
 
-async def start_workflow(prepared: PreparedRun) -> None:
+async def require_worker_on(client: "Client", host: str) -> None:
+    """Refuse unless a worker polls ``host``'s agents task queue, waiting up to
+    :data:`WORKER_WAIT_SECONDS` for one that is starting.
+
+    Temporal accepts a start that no worker will ever serve: every node of the run would
+    sit scheduled on the agents queue, and ``graph wait`` would wait forever. Main-queue
+    workers are interchangeable, so only the host's own queue is checked. A server that
+    cannot list pollers (the time-skipping test server) lets the start through unchecked.
+    """
+    from temporalio.service import RPCError, RPCStatusCode
+
+    task_queue = temporal_client.agents_task_queue(host)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WORKER_WAIT_SECONDS
+    try:
+        while not await control.recently_polled(client, task_queue, "activity"):
+            if loop.time() >= deadline:
+                raise Refused(
+                    f"no worker serves host {host} (nothing polled task queue {task_queue} "
+                    f"within {WORKER_WAIT_SECONDS:g} s); start one on the machine that holds "
+                    f"the workdir: CANOPY_HOST={shlex.quote(host)} canopy worker"
+                )
+            await asyncio.sleep(WORKER_POLL_SECONDS)
+    except RPCError as error:
+        if error.status == RPCStatusCode.UNIMPLEMENTED:
+            return
+        raise Refused(f"cannot check the workers of task queue {task_queue}: {error}") from error
+
+
+async def start_workflow(client: "Client", prepared: PreparedRun) -> None:
     """Start GraphRun under the graph's workflow id, refused while one is running.
 
     A workflow still running under the id is usually the previous run closing (it wrote
@@ -259,7 +323,6 @@ async def start_workflow(prepared: PreparedRun) -> None:
     """
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
-    client = await temporal_client.connect()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + CLOSING_WAIT_SECONDS
     while True:
