@@ -78,9 +78,9 @@ class LazyRoot(TyperGroup):
     """The root group: its commands are help lines until one of them is run.
 
     Typer's help lists ``self.commands``, which hold stand-ins carrying only a name and a
-    help line; :meth:`resolve_command`, which every invocation
-    goes through, swaps in the real command. Unknown names are refused (with typer's
-    "did you mean") exactly as before, since the names are all there.
+    help line; :meth:`resolve_command`, which every invocation goes through, swaps in the
+    real command. Unknown names are refused (with typer's "did you mean") exactly as
+    before, since the names are all there.
     """
 
     def __init__(self, **attrs: Any) -> None:
