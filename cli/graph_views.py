@@ -103,13 +103,26 @@ def _show_node_runs(node_runs: list[NodeRunInfo]) -> None:
     """The latest run's node runs, each failure with the reason it was given."""
     print_table(
         "Node runs (latest run)",
-        ["spec", "node", "visit", "platform", "status", "exit", "error", "started", "ended", "log"],
+        [
+            "spec",
+            "node",
+            "visit",
+            "platform",
+            "host",
+            "status",
+            "exit",
+            "error",
+            "started",
+            "ended",
+            "log",
+        ],
         [
             [
                 n.spec_name or n.spec_id,
                 n.node,
                 n.visit,
                 n.platform or "",
+                n.host or "",
                 n.status,
                 n.exit_code,
                 n.error or "",

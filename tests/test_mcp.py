@@ -518,6 +518,7 @@ async def test_graph_control_runs_and_steers_a_queue_run(
             "graph_name": "build",
             "queue_id": started["queue_id"],
             "workdir": str(repo),
+            "host": started["host"],
             "workflow_id": f"canopy-{graph_id}",
             "status": "running",
         }

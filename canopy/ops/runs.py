@@ -280,6 +280,7 @@ async def graph_run(
         "graph_name": start.graph_name,
         "queue_id": start.queue_id,
         "workdir": start.workdir,
+        "host": checked.host,
         "workflow_id": prepared.workflow_id,
         "status": "running",
     }
