@@ -1,8 +1,9 @@
 """The Canopy daemon: hosts Canopy's workflows and activities on Temporal (DESIGN §2, §3).
 
 One process runs two Temporal workers side by side: one on the shared main task queue
-(workflows, store bookkeeping) and one on this host's agents task queue (agent, command,
-hook, session turn and git activities, which must run where the workdir is).
+(session delivery, pings, legacy graph runs and their store bookkeeping) and one on this
+host's agents task queue (graph runs, with their store calls as local activities; agent,
+command, hook, session turn and git activities, which must run where the workdir is).
 ``CANOPY_HOST`` names the host (default: the host name): main-queue work goes to any
 worker, while each machine holding workdirs serves its own ``canopy-agents@<host>``.
 SIGTERM or SIGINT shut both down gracefully, letting in-flight activities finish for a
@@ -33,13 +34,22 @@ from canopy.ops.session_wake import wake_stalled_sessions
 from canopy.store.engine import open_store
 from canopy.temporal import client as temporal_client
 from canopy.workflows.graph_run import GraphRun
+from canopy.workflows.graph_run_v1 import LegacyGraphRun
 from canopy.workflows.ping import PingWorkflow
 from canopy.workflows.session_delivery import SessionDelivery
 
 # --- registry: everything this daemon hosts. New workflows and activities go here. -------
 
-WORKFLOWS: Sequence[type] = (PingWorkflow, GraphRun, SessionDelivery)
-"""Workflow classes, served on the main task queue."""
+WORKFLOWS: Sequence[type] = (PingWorkflow, LegacyGraphRun, SessionDelivery)
+"""Workflow classes, served on the main task queue (``GraphRun`` v1 only drains the runs
+started before ``GraphRunV2``)."""
+
+HOST_WORKFLOWS: Sequence[type] = (GraphRun,)
+"""Workflow classes served on this host's agents queue, beside the activities they
+dispatch: graph runs live with the workdir they work in."""
+
+HOST_LOCAL_ACTIVITIES: Sequence[Callable[..., Any]] = (*bookkeeping.LOCAL, *run_state.ALL)
+"""The store calls the host's workflows make as local activities (so registered here)."""
 
 MAIN_ACTIVITIES: Sequence[Callable[..., Any]] = (
     *bookkeeping.ALL,
@@ -119,7 +129,8 @@ def build_workers(client: Client, threads: Executor) -> list[Worker]:
     agents = Worker(
         client,
         task_queue=temporal_client.agents_task_queue(),
-        activities=list(AGENT_ACTIVITIES),
+        workflows=list(HOST_WORKFLOWS),
+        activities=[*AGENT_ACTIVITIES, *HOST_LOCAL_ACTIVITIES],
         activity_executor=threads,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
         max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,

@@ -17,10 +17,16 @@ from sqlalchemy.orm import Session
 from temporalio import activity
 
 from canopy.contracts.graph_run import (
+    Ahead,
+    DispatchOutcome,
     NextSpec,
+    NodeDispatch,
     NodeResult,
     NodeStep,
+    ReadAhead,
     RunCounts,
+    SpecClose,
+    SpecClosed,
     node_timeout_minutes,
 )
 from canopy.graphs.model import EnsembleNode, stored_node
@@ -31,6 +37,7 @@ from canopy.store.engine import open_store
 from canopy.store.models import Graph, GraphSpec, NodeRun, QueueMember, Run, RunSpec, Spec
 from canopy.store.run_records import set_run_status
 from canopy.timefmt import utcnow
+from canopy.workdir import WorktreeState
 
 
 @activity.defn
@@ -40,22 +47,26 @@ def next_spec(run_id: str) -> NextSpec | None:
     Read fresh before every spec, so a reorder or an added member during the run counts.
     """
     with open_store().transaction() as db:
-        run = db.get_one(Run, run_id)
-        if run.queue_id is not None:
-            query = (
-                select(Spec.id, Spec.name, QueueMember.group)
-                .join(QueueMember, QueueMember.spec_id == Spec.id)
-                .where(QueueMember.queue_id == run.queue_id, Spec.status == "pending")
-                .order_by(QueueMember.position)
-            )
-        else:
-            query = (
-                select(Spec.id, Spec.name, null())
-                .join(GraphSpec, GraphSpec.spec_id == Spec.id)
-                .where(GraphSpec.graph_id == run.graph_id, Spec.status == "pending")
-                .order_by(GraphSpec.position)
-            )
-        row = db.execute(query.limit(1)).first()
+        return _next_spec(db, run_id)
+
+
+def _next_spec(db: Session, run_id: str) -> NextSpec | None:
+    run = db.get_one(Run, run_id)
+    if run.queue_id is not None:
+        query = (
+            select(Spec.id, Spec.name, QueueMember.group)
+            .join(QueueMember, QueueMember.spec_id == Spec.id)
+            .where(QueueMember.queue_id == run.queue_id, Spec.status == "pending")
+            .order_by(QueueMember.position)
+        )
+    else:
+        query = (
+            select(Spec.id, Spec.name, null())
+            .join(GraphSpec, GraphSpec.spec_id == Spec.id)
+            .where(GraphSpec.graph_id == run.graph_id, Spec.status == "pending")
+            .order_by(GraphSpec.position)
+        )
+    row = db.execute(query.limit(1)).first()
     if row is None:
         return None
     return NextSpec(spec_id=row[0], name=row[1], group=row[2])
@@ -70,23 +81,21 @@ def begin_spec(run_id: str, spec: NextSpec) -> int | None:
     attempt finds the passage its first attempt opened.
     """
     with open_store().transaction() as db:
-        open_passage = db.scalar(
-            select(RunSpec.id).where(
-                RunSpec.run_id == run_id, RunSpec.spec_id == spec.spec_id, RunSpec.outcome.is_(None)
-            )
-        )
-        if open_passage is not None:
-            return open_passage
-        claim = update(Spec).where(Spec.id == spec.spec_id, Spec.status == "pending")
-        claimed = cast(CursorResult[Any], db.execute(claim.values(status="in_progress")))
-        if claimed.rowcount != 1:
-            return None
-        passage = RunSpec(
-            run_id=run_id, spec_id=spec.spec_id, group=spec.group, started_at=utcnow()
-        )
-        db.add(passage)
-        db.flush()
-        return passage.id
+        return _claim(db, run_id, spec)
+
+
+def _claim(db: Session, run_id: str, spec: NextSpec) -> int | None:
+    open_passage = _open_passage(db, run_id, spec.spec_id)
+    if open_passage is not None:
+        return open_passage
+    claim = update(Spec).where(Spec.id == spec.spec_id, Spec.status == "pending")
+    claimed = cast(CursorResult[Any], db.execute(claim.values(status="in_progress")))
+    if claimed.rowcount != 1:
+        return None
+    passage = RunSpec(run_id=run_id, spec_id=spec.spec_id, group=spec.group, started_at=utcnow())
+    db.add(passage)
+    db.flush()
+    return passage.id
 
 
 @activity.defn
@@ -99,9 +108,20 @@ def load_node(graph_id: str, node_name: str | None) -> NodeStep | None:
     the node's activity reads its process timeout from there.
     """
     with open_store().transaction() as db:
-        graph = db.get_one(Graph, graph_id)
-        stored: list[dict[str, Any]] = list(graph.nodes)
-        ensembles: dict[str, Any] = dict(graph.ensembles)
+        return _load_node(db.get_one(Graph, graph_id), node_name)
+
+
+def _open_passage(db: Session, run_id: str, spec_id: str) -> int | None:
+    return db.scalar(
+        select(RunSpec.id).where(
+            RunSpec.run_id == run_id, RunSpec.spec_id == spec_id, RunSpec.outcome.is_(None)
+        )
+    )
+
+
+def _load_node(graph: Graph, node_name: str | None) -> NodeStep | None:
+    stored: list[dict[str, Any]] = list(graph.nodes)
+    ensembles: dict[str, Any] = dict(graph.ensembles)
     nodes = [stored_node(_clamped_timeout(node)) for node in stored]
     names = [node.name for node in nodes]
     if not nodes or (node_name is not None and node_name not in names):
@@ -137,37 +157,45 @@ def start_node_run(run_id: str, spec_id: str, node: str, visit: int) -> int:
     info = activity.info()
     key = f"{info.workflow_run_id}/{info.activity_id}"
     with open_store().transaction() as db:
-        recorded = db.scalar(select(NodeRun.id).where(NodeRun.launch_key == key))
-        if recorded is not None:
-            return recorded
-        node_run = NodeRun(
-            launch_key=key,
-            run_id=run_id,
-            spec_id=spec_id,
-            node=node,
-            visit=visit,
-            status="running",
-            started_at=utcnow(),
-        )
-        db.add(node_run)
-        db.flush()
-        return node_run.id
+        return _recorded_launch(db, key) or _record_launch(db, key, run_id, spec_id, node, visit)
+
+
+def _recorded_launch(db: Session, key: str) -> int | None:
+    """The node run an earlier attempt of launch ``key`` recorded."""
+    return db.scalar(select(NodeRun.id).where(NodeRun.launch_key == key))
+
+
+def _record_launch(db: Session, key: str, run_id: str, spec_id: str, node: str, visit: int) -> int:
+    node_run = NodeRun(
+        launch_key=key,
+        run_id=run_id,
+        spec_id=spec_id,
+        node=node,
+        visit=visit,
+        status="running",
+        started_at=utcnow(),
+    )
+    db.add(node_run)
+    db.flush()
+    return node_run.id
 
 
 @activity.defn
 def finish_node_run(node_run_id: int, result: NodeResult) -> None:
     """Record how a node run ended: status, exit code, log, harness session, and why it
     failed when that is known (an activity error is otherwise only in the worker's log)."""
-    with open_store().transaction() as db:
-        node_run = db.get_one(NodeRun, node_run_id)
-        node_run.status = result.status
-        node_run.exit_code = result.exit_code
-        node_run.log_path = result.log_path
-        node_run.harness_session_id = result.harness_session_id
-        node_run.platform = result.platform
-        node_run.host = result.host
-        node_run.error = result.error
-        node_run.ended_at = utcnow()
+    record_node_end(node_run_id, result)
+
+
+def _record_end(node_run: NodeRun, result: NodeResult) -> None:
+    node_run.status = result.status
+    node_run.exit_code = result.exit_code
+    node_run.log_path = result.log_path
+    node_run.harness_session_id = result.harness_session_id
+    node_run.platform = result.platform
+    node_run.host = result.host
+    node_run.error = result.error
+    node_run.ended_at = utcnow()
 
 
 @activity.defn
@@ -177,17 +205,28 @@ def finish_spec(passage_id: int, outcome: str, ended_node: str | None) -> bool:
     Returns whether the graph has ``on_spec_completed`` hooks right now, so a run whose
     graph has none skips the firing activity (a round trip to the agents host) per spec.
     """
-    spec_status = {"completed": "completed", "failed": "failed", "skipped": "skipped"}
     with open_store().transaction() as db:
         passage = db.get_one(RunSpec, passage_id)
-        passage.outcome = outcome
-        passage.ended_node = ended_node
-        passage.ended_at = utcnow()
-        spec = db.get_one(Spec, passage.spec_id)
-        spec.status = spec_status.get(outcome, "pending")
-        graph_id = db.get_one(Run, passage.run_id).graph_id
-        hooks = db.get_one(Graph, graph_id).hooks or {}
-    return bool(hooks.get("on_spec_completed"))
+        _close(db, passage, outcome, ended_node)
+        graph = db.get_one(Graph, db.get_one(Run, passage.run_id).graph_id)
+        return _has_spec_completed_hooks(graph)
+
+
+FINAL_OUTCOMES = ("completed", "failed", "skipped")
+"""Outcomes that end a spec for good; it is also its status. Any other goes back to
+``pending``."""
+
+
+def _close(db: Session, passage: RunSpec, outcome: str, ended_node: str | None) -> None:
+    """Close ``passage`` and set its spec's status from the outcome."""
+    passage.outcome = outcome
+    passage.ended_node = ended_node
+    passage.ended_at = utcnow()
+    db.get_one(Spec, passage.spec_id).status = outcome if outcome in FINAL_OUTCOMES else "pending"
+
+
+def _has_spec_completed_hooks(graph: Graph) -> bool:
+    return bool((graph.hooks or {}).get("on_spec_completed"))
 
 
 @activity.defn
@@ -271,6 +310,130 @@ def _held_elsewhere(db: Session, run: Run, spec_ids: list[str]) -> dict[str, str
         for spec_id, name, holder, graph in rows
     }
 
+
+# --- GraphRunV2: the same records, in fewer calls -----------------------------------------
+# Run as local activities in the workflow's worker, except open_launch, which the node
+# activity calls itself (on the agents host, in the same attempt as the node).
+
+
+@activity.defn
+def read_ahead(request: ReadAhead) -> Ahead:
+    """What runs next, read now: the spec (given, or the next pending one), the node it
+    starts at (transitions resolved), and the graph's ``allow_dirty_start``."""
+    with open_store().transaction() as db:
+        return _ahead(db, request.run_id, request.graph_id, request.spec, request.node)
+
+
+def _ahead(
+    db: Session, run_id: str, graph_id: str, spec: NextSpec | None, node: str | None
+) -> Ahead:
+    upcoming = spec or _next_spec(db, run_id)
+    if upcoming is None:
+        return Ahead()
+    graph = db.get_one(Graph, graph_id)
+    return Ahead(
+        spec=upcoming,
+        step=_load_node(graph, node),
+        allow_dirty_start=graph.allow_dirty_start,
+    )
+
+
+@activity.defn
+def close_spec(request: SpecClose) -> SpecClosed:
+    """Close the spec's passage, then read ahead when asked, unless ``on_spec_completed``
+    hooks fire first (they may take long, and what runs next is read after them).
+
+    A spec that ends for good (completed, failed, skipped) with no passage open is
+    claimed first: a skip, a spec whose first node is gone, or a launch that failed
+    before it claimed; ``taken`` if another run holds it. An interrupted or limited spec
+    with no passage open was never claimed, and stays pending with nothing to close.
+
+    Idempotent: a retried attempt finds the passage its first attempt closed (the spec
+    is no longer pending, so it is not claimed again).
+    """
+    with open_store().transaction() as db:
+        passage_id = _open_passage(db, request.run_id, request.spec.spec_id)
+        if passage_id is None and request.outcome in FINAL_OUTCOMES:
+            passage_id = _claim(db, request.run_id, request.spec) or _closed_passage(db, request)
+            if passage_id is None:
+                return SpecClosed(passage_id=None, taken=True)
+        if passage_id is not None:
+            passage = db.get_one(RunSpec, passage_id)
+            if passage.outcome is None:
+                _close(db, passage, request.outcome, request.ended_node)
+        graph = db.get_one(Graph, request.graph_id)
+        hooks = request.outcome == "completed" and _has_spec_completed_hooks(graph)
+        closed = SpecClosed(passage_id=passage_id, spec_completed_hooks=hooks)
+        if request.read_ahead and not hooks:
+            closed.ahead = _ahead(db, request.run_id, request.graph_id, None, None)
+        return closed
+
+
+def _closed_passage(db: Session, request: SpecClose) -> int | None:
+    """The passage of this spec an earlier attempt of the same close already closed."""
+    return db.scalar(
+        select(RunSpec.id)
+        .where(
+            RunSpec.run_id == request.run_id,
+            RunSpec.spec_id == request.spec.spec_id,
+            RunSpec.outcome == request.outcome,
+        )
+        .order_by(RunSpec.id.desc())
+        .limit(1)
+    )
+
+
+def open_launch(
+    dispatch: NodeDispatch, guard: Callable[[str], WorktreeState]
+) -> DispatchOutcome | int:
+    """Before a node runs: the node run an earlier attempt of this launch recorded; else
+    the dirty-tree guard (when asked, ``guard(workdir)``), the spec's claim and a new
+    node run record. The node run's id, or why the node does not launch."""
+    with open_store().transaction() as db:
+        recorded = _recorded_launch(db, dispatch.launch_key)
+    if recorded is not None:
+        return recorded
+    if dispatch.guard:
+        state = guard(dispatch.workdir)
+        if not state.clean:
+            return DispatchOutcome(dirty=state)
+    with open_store().transaction() as db:
+        if _claim(db, dispatch.run_id, dispatch.spec) is None:
+            return DispatchOutcome(taken=True)
+        return _record_launch(
+            db,
+            dispatch.launch_key,
+            dispatch.run_id,
+            dispatch.spec_id,
+            dispatch.node.name,
+            dispatch.visit,
+        )
+
+
+@activity.defn
+def record_launch_end(launch_key: str, result: NodeResult) -> None:
+    """Record how a launch ended when its activity could not (it was cancelled by a stop,
+    or failed): nothing to do if it never recorded a node run."""
+    with open_store().transaction() as db:
+        node_run = db.scalar(select(NodeRun).where(NodeRun.launch_key == launch_key))
+        if node_run is not None and node_run.status == "running":
+            _record_end(node_run, result)
+
+
+def record_node_end(node_run_id: int, result: NodeResult) -> None:
+    """Record how a node run ended (the node activity, right after the node)."""
+    with open_store().transaction() as db:
+        _record_end(db.get_one(NodeRun, node_run_id), result)
+
+
+LOCAL: list[Callable[..., Any]] = [
+    read_ahead,
+    close_spec,
+    record_launch_end,
+    queue_settlement,
+    settle_run,
+]
+"""GraphRunV2's store calls: local activities, so registered where the workflow runs."""
 
 ALL: list[Callable[..., Any]] = [
     next_spec,

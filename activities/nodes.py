@@ -17,6 +17,7 @@ from typing import Any
 
 from temporalio import activity
 
+from canopy.activities import bookkeeping
 from canopy.activities.detached import (
     Command,
     LaunchError,
@@ -27,7 +28,7 @@ from canopy.activities.detached import (
     run_once,
 )
 from canopy.backlog import specformat
-from canopy.contracts.graph_run import NodeLaunch, NodeResult
+from canopy.contracts.graph_run import DispatchOutcome, NodeDispatch, NodeLaunch, NodeResult
 from canopy.errors import Refused
 from canopy.graphs import markers
 from canopy.graphs.model import AgentNode, CommandNode, EnsembleNode
@@ -37,6 +38,7 @@ from canopy.store.engine import open_store
 from canopy.store.models import Spec
 from canopy.temporal.client import this_host
 from canopy.timefmt import utcnow
+from canopy.workdir import worktree_state
 
 
 def node_marker_values(launch: NodeLaunch) -> dict[str, str | None]:
@@ -124,6 +126,30 @@ async def run_command_node(launch: NodeLaunch) -> NodeResult:
     return node_result(launch, files, end, watcher, None)
 
 
+@activity.defn
+async def dispatch_node(dispatch: NodeDispatch) -> DispatchOutcome:
+    """One node launch with its bookkeeping, in one round trip (``GraphRunV2``): the
+    dirty-tree guard when asked (nothing launches on a dirty tree), the spec's claim
+    (nothing launches if another run holds it), the node run's record, the node, and the
+    record of its end.
+
+    A retried attempt finds the node run its first attempt recorded and adopts the
+    process (see the module docstring) instead of guarding and launching again: by then
+    the tree holds the node's own edits.
+    """
+    opened = await asyncio.to_thread(bookkeeping.open_launch, dispatch, worktree_state)
+    if isinstance(opened, DispatchOutcome):
+        return opened
+    launch = dispatch.recorded(opened)
+    match launch.node:
+        case CommandNode():
+            result = await run_command_node(launch)
+        case AgentNode() | EnsembleNode():
+            result = await run_agent_node(launch)
+    await asyncio.to_thread(bookkeeping.record_node_end, opened, result)
+    return DispatchOutcome(result=result)
+
+
 def node_result(
     launch: NodeLaunch,
     files: ProcessFiles,
@@ -182,4 +208,4 @@ def node_env(launch: NodeLaunch, values: dict[str, str | None]) -> dict[str, str
     }
 
 
-ALL: list[Callable[..., Any]] = [run_agent_node, run_command_node]
+ALL: list[Callable[..., Any]] = [dispatch_node, run_agent_node, run_command_node]

@@ -1,17 +1,32 @@
 """Store bookkeeping is retried until the store answers, so each write must be idempotent:
-a retry whose first attempt's result was lost (a server outage) finds its earlier write."""
+a retry whose first attempt's result was lost (a server outage, a killed worker) finds its
+earlier write."""
 
 import dataclasses
 
+import pytest
 from sqlalchemy import func, select
 from temporalio.testing import ActivityEnvironment
 
-from canopy.activities.bookkeeping import start_node_run
+from canopy.activities.bookkeeping import close_spec, open_launch, start_node_run
+from canopy.contracts.graph_run import (
+    DispatchOutcome,
+    NextSpec,
+    NodeDispatch,
+    SpecClose,
+    SpecClosed,
+    SpecOutcome,
+)
+from canopy.graphs.model import CommandNode
 from canopy.ids import new_id
 from canopy.ops import graphs
 from canopy.store.engine import Store
-from canopy.store.models import NodeRun, Run
+from canopy.store.models import NodeRun, Run, RunSpec, Spec
 from canopy.timefmt import utcnow
+from canopy.workdir import WorktreeState
+from tests.conftest import make_specs
+
+CLEAN = WorktreeState(dirty_paths=[], dirty_count=0)
 
 
 def a_run(store: Store) -> str:
@@ -58,3 +73,88 @@ async def test_a_retried_start_node_run_finds_its_row_instead_of_adding_one(
     another_launch = attempt("9", 1).run(start_node_run, run_id, "spec-x", "n", 2)
     assert another_launch != first
     assert node_runs(home_store) == 2
+
+
+def a_dispatch(run_id: str, spec_id: str, launch_key: str, guard: bool = False) -> NodeDispatch:
+    """A GraphRunV2 launch of the run's one node for ``spec_id``."""
+    return NodeDispatch(
+        run_id=run_id,
+        graph_id="unused",
+        graph_name="g",
+        spec_id=spec_id,
+        workdir="/nonexistent",
+        node=CommandNode(name="n", command="true"),
+        launch_key=launch_key,
+        spec=NextSpec(spec_id=spec_id, name="alpha"),
+        visit=1,
+        guard=guard,
+    )
+
+
+def refuse_to_guard(workdir: str) -> WorktreeState:
+    raise AssertionError(f"a retried launch must not run the guard again ({workdir})")
+
+
+def passages(store: Store) -> list[tuple[str | None, str]]:
+    with store.transaction() as db:
+        query = select(RunSpec.outcome, Spec.status).join(Spec, Spec.id == RunSpec.spec_id)
+        rows = db.execute(query.order_by(RunSpec.id))
+        return [(outcome, status) for outcome, status in rows]
+
+
+def test_a_retried_launch_finds_its_node_run_and_skips_the_guard(home_store: Store) -> None:
+    run_id = a_run(home_store)
+    (spec,) = make_specs(home_store, "alpha")
+    first = open_launch(a_dispatch(run_id, spec, "wf/1", guard=True), lambda _: CLEAN)
+    assert isinstance(first, int)
+    retried = open_launch(a_dispatch(run_id, spec, "wf/1", guard=True), refuse_to_guard)
+    assert retried == first, "the tree now holds the node's own edits: no second guard"
+    assert node_runs(home_store) == 1
+    assert passages(home_store) == [(None, "in_progress")]
+
+
+def test_a_dirty_tree_launches_nothing_and_claims_nothing(home_store: Store) -> None:
+    run_id = a_run(home_store)
+    (spec,) = make_specs(home_store, "alpha")
+    dirty = WorktreeState(dirty_paths=["scratch.txt"], dirty_count=1)
+    outcome = open_launch(a_dispatch(run_id, spec, "wf/1", guard=True), lambda _: dirty)
+    assert outcome == DispatchOutcome(dirty=dirty)
+    assert (node_runs(home_store), passages(home_store)) == (0, [])
+
+
+@pytest.mark.parametrize("outcome", ["completed", "interrupted"])
+def test_a_retried_close_closes_one_passage(home_store: Store, outcome: SpecOutcome) -> None:
+    run_id = a_run(home_store)
+    (spec,) = make_specs(home_store, "alpha")
+    open_launch(a_dispatch(run_id, spec, "wf/1"), refuse_to_guard)
+    with home_store.transaction() as db:
+        graph_id = db.get_one(Run, run_id).graph_id
+    request = SpecClose(
+        run_id=run_id,
+        graph_id=graph_id,
+        spec=NextSpec(spec_id=spec, name="alpha"),
+        outcome=outcome,
+        ended_node="n",
+    )
+    first = close_spec(request)
+    retried = close_spec(request)
+    assert not retried.taken, "its own earlier close, not another run's claim"
+    if outcome == "completed":
+        assert retried == first, "the same passage, for the hooks' occurrence"
+    status = "completed" if outcome == "completed" else "pending"
+    assert passages(home_store) == [(outcome, status)], "one passage, closed once"
+
+
+def test_a_stop_before_any_claim_closes_nothing(home_store: Store) -> None:
+    run_id = a_run(home_store)
+    (spec,) = make_specs(home_store, "alpha")
+    with home_store.transaction() as db:
+        graph_id = db.get_one(Run, run_id).graph_id
+    request = SpecClose(
+        run_id=run_id,
+        graph_id=graph_id,
+        spec=NextSpec(spec_id=spec, name="alpha"),
+        outcome="interrupted",
+    )
+    assert close_spec(request) == SpecClosed(passage_id=None)
+    assert passages(home_store) == [], "the spec was never claimed, and stays pending"

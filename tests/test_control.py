@@ -344,7 +344,8 @@ async def test_a_signal_with_no_worker_serving_the_run_says_so(
         result = await control.graph_pause(store, graph, wait=2)
         assert (result["status"], result["signal"]) == ("running", "pause")
         assert result["note"] == (
-            f"signal queued: no worker is serving task queue {temporal_client.MAIN_TASK_QUEUE}; "
+            "signal queued: no worker is serving task queue "
+            f"{temporal_client.agents_task_queue()}; "
             "it takes effect when a worker starts (canopy up)"
         )
     finally:

@@ -14,12 +14,13 @@ import pytest
 from temporalio.client import Client
 
 from canopy.ops import graphs, runs
-from canopy.paths import sqlite_path
+from canopy.paths import run_log_dir, sqlite_path
 from canopy.store.engine import Store
 from tests.conftest import make_specs
 from tests.engine import eventually, node_run_of
 
 pytestmark = pytest.mark.server
+NODE_ACTIVITY = "dispatch_node"
 HEARTBEAT_TIMEOUT_SECONDS = 2
 HELD_SECONDS = 3 * HEARTBEAT_TIMEOUT_SECONDS / 2
 """How long the test keeps heartbeats under watch while the store is locked: longer than
@@ -62,24 +63,24 @@ async def test_heartbeats_keep_flowing_while_a_store_call_waits_on_a_lock(
     a = holding_graph(home_store, "a", repo, alpha, release_a)
     b = holding_graph(home_store, "b", repo, beta, release_b)
     run_a = (await runs.graph_run(home_store, a))["workflow_id"]
-    run_b = (await runs.graph_run(home_store, b))["workflow_id"]
+    started_b = await runs.graph_run(home_store, b)
+    run_b = started_b["workflow_id"]
     await eventually(lambda: node_run_of(home_store, alpha, "running"), "a's node to run")
-    await eventually(lambda: node_run_of(home_store, beta, "running"), "b's node to run")
+    node_b = await eventually(lambda: node_run_of(home_store, beta, "running"), "b's node to run")
+    b_ended = run_log_dir(started_b["run_id"], "nodes", node_b) / "exit"
 
     lock = sqlite3.connect(sqlite_path(), isolation_level=None)
     lock.execute("BEGIN EXCLUSIVE")
     try:
-        release_b.touch()  # b's node ends; recording its end waits on the lock
-        await eventually(
-            lambda: pending(serving, run_b, "finish_node_run"), "b's store write to start"
-        )
+        release_b.touch()  # b's node ends; its activity's record of the end waits on the lock
+        await eventually(b_ended.exists, "b's node process to end")
         locked_at = time.time()
         watched = await eventually(
             lambda: _beating_since(serving, run_a, locked_at + HELD_SECONDS),
             "a's node to heartbeat while b's store write waits",
         )
         assert watched["attempt"] == 1, "a's node never missed its heartbeat timeout"
-        assert await pending(serving, run_b, "finish_node_run"), "b's write was still waiting"
+        assert await pending(serving, run_b, NODE_ACTIVITY), "b's write was still waiting"
     finally:
         lock.execute("ROLLBACK")
         lock.close()
@@ -92,5 +93,5 @@ async def test_heartbeats_keep_flowing_while_a_store_call_waits_on_a_lock(
 
 async def _beating_since(client: Client, workflow_id: str, since: float) -> dict[str, float]:
     """The node activity's pending state once it has heartbeat after ``since``."""
-    state = await pending(client, workflow_id, "run_command_node")
+    state = await pending(client, workflow_id, NODE_ACTIVITY)
     return state if state and state["heartbeat"] > since else {}

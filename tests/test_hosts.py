@@ -58,7 +58,7 @@ async def agent_queues_of(handle: WorkflowHandle[object, object]) -> set[tuple[s
         if event.HasField("activity_task_scheduled_event_attributes"):
             attributes = event.activity_task_scheduled_event_attributes
             scheduled.add((attributes.activity_type.name, attributes.task_queue.name))
-    return {pair for pair in scheduled if pair[0].startswith("run_")}
+    return {pair for pair in scheduled if pair[0] == "dispatch_node"}
 
 
 # --------------------------------------------------------------------------- CANOPY_HOST
@@ -130,7 +130,7 @@ async def test_a_run_on_a_named_host_runs_its_nodes_on_that_hosts_worker(
     await asyncio.wait_for(handle.result(), SETTLE_TIMEOUT)
     settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
     assert settled["status"] == "completed", settled
-    assert await agent_queues_of(handle) == {("run_command_node", f"canopy-agents@{host}")}
+    assert await agent_queues_of(handle) == {("dispatch_node", f"canopy-agents@{host}")}
 
 
 def test_sessions_record_the_canopy_host(
@@ -209,4 +209,4 @@ async def test_a_start_waits_for_a_worker_that_is_starting(
         started = await start
         handle = dev_server.get_workflow_handle(started["workflow_id"])
         await asyncio.wait_for(handle.result(), SETTLE_TIMEOUT)
-    assert await agent_queues_of(handle) == {("run_command_node", f"canopy-agents@{host}")}
+    assert await agent_queues_of(handle) == {("dispatch_node", f"canopy-agents@{host}")}

@@ -6,6 +6,10 @@ current workflow code, and the histories committed under ``tests/histories`` (re
 from earlier code) must replay too. When a change to a workflow alters its history shape on
 purpose, re-record with ``CANOPY_RECORD_HISTORIES=1 pytest tests/test_replay.py`` and
 commit the new files with the change.
+
+``tests/histories/v1`` holds histories of the legacy ``GraphRun`` type, recorded before
+``GraphRunV2``: runs of it still in flight drain on :class:`LegacyGraphRun`, so they must
+keep replaying there, untouched.
 """
 
 import json
@@ -27,12 +31,14 @@ from canopy.paths import canopy_home
 from canopy.store.engine import Store
 from canopy.store.models import Graph
 from canopy.workflows.graph_run import GraphRun
+from canopy.workflows.graph_run_v1 import LegacyGraphRun
 from canopy.workflows.session_delivery import SessionDelivery
 from tests.conftest import make_specs
 from tests.engine import FAKE_AGENT, eventually, fake_node, settle
 
 pytestmark = pytest.mark.server
 HISTORIES = Path(__file__).parent / "histories"
+LEGACY_HISTORIES = HISTORIES / "v1"
 SETTLE_TIMEOUT = 60.0
 
 Scenario = Callable[[Client, Store, Path], Awaitable[str]]
@@ -218,7 +224,8 @@ async def histories_of(client: Client, workflow_id: str) -> list[WorkflowHistory
 
 async def replay(history: WorkflowHistory) -> None:
     replayer = Replayer(
-        workflows=[GraphRun, SessionDelivery], data_converter=pydantic_data_converter
+        workflows=[GraphRun, LegacyGraphRun, SessionDelivery],
+        data_converter=pydantic_data_converter,
     )
     await replayer.replay_workflow(history)
 
@@ -275,11 +282,25 @@ async def test_a_limit_wait_history_replays(
         record(history, HISTORIES / f"{LIMIT_WAIT}-0.json")
 
 
-@pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)
+COMMITTED = sorted(HISTORIES.rglob("*.json"))
+
+
+@pytest.mark.parametrize(
+    "path", COMMITTED, ids=lambda p: str(p.relative_to(HISTORIES).with_suffix(""))
+)
 async def test_committed_histories_replay(path: Path) -> None:
     await replay(WorkflowHistory.from_json(path.stem, path.read_text()))
 
 
+def scenarios_recorded(directory: Path) -> set[str]:
+    return {path.stem.rsplit("-", 1)[0] for path in directory.glob("*.json")}
+
+
 def test_every_scenario_has_a_committed_history() -> None:
-    recorded = {path.stem.rsplit("-", 1)[0] for path in HISTORIES.glob("*.json")}
-    assert recorded == {*SCENARIOS, LIMIT_WAIT}
+    assert scenarios_recorded(HISTORIES) == {*SCENARIOS, LIMIT_WAIT}
+
+
+def test_the_legacy_graph_run_histories_stay() -> None:
+    """Every GraphRun scenario recorded before GraphRunV2, kept for the runs in flight."""
+    graph_runs = {name for name in SCENARIOS if name != "session_delivery"}
+    assert scenarios_recorded(LEGACY_HISTORIES) == {*graph_runs, LIMIT_WAIT}

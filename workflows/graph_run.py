@@ -1,140 +1,78 @@
-"""GraphRun: one run of a graph over its bound specs or a queue (DESIGN §6); a long run
+"""GraphRunV2: one run of a graph over its bound specs or a queue (DESIGN §6); a long run
 is a chain of workflow executions (continue-as-new), one workflow id.
 
-Deterministic orchestration only. The next spec and each node are read from the store
-through activities right before they are used, so reorders and graph edits during a run
-take effect at the next spec / node launch. Agent, command and git activities run on the
-agents task queue of the host holding the workdir; bookkeeping runs on the main queue.
+One round trip per node (issue 13). The workflow runs on the agents task queue of the host
+holding the workdir, so each node activity is handed to that host's worker with the
+workflow task that schedules it (eager dispatch). The node activity does the bookkeeping
+around the node itself (dirty-tree guard, the spec's claim, the node run's record and its
+end); the rest are local activities in the workflow's worker: closing a spec and reading
+what runs next is one of them. A one-node spec costs one activity and one workflow task.
 
-Between specs the dirty-tree guard runs; a dirty tree, a ``pause`` or a ``stop`` parks
-the run (graph ``paused`` with a blocker) until a ``continue_run`` signal says how to go
-on. A usage limit waits on a durable timer instead (graph stays ``running``).
+What runs next is still read right before it is used: after a spec closes (unless hooks
+fire first, or the run waits), or fresh after any wait, so reorders and graph edits take
+effect at the next spec / node launch.
 
-A spec that another run claimed first (two graphs draining queues that share it) is
-passed over: the run goes back through the spec boundary to the next spec.
+Between specs the dirty-tree guard runs (in the next node's activity); a dirty tree, a
+``pause`` or a ``stop`` parks the run (graph ``paused`` with a blocker) until a
+``continue_run`` signal says how to go on. A usage limit waits on a durable timer instead
+(graph stays ``running``). A spec another run claimed first is passed over.
 """
 
-import contextlib
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
+from typing import Any, cast
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
-    from canopy.activities import bookkeeping, hooks, nodes, run_state, worktree
+    from canopy.activities import bookkeeping, nodes, run_state
     from canopy.contracts.graph_run import (
         GRAPH_RUN_WORKFLOW,
-        ContinueRequest,
-        HookFiring,
+        Ahead,
+        DispatchOutcome,
         NextSpec,
-        NodeLaunch,
+        NodeDispatch,
         NodeResult,
         NodeStep,
+        ReadAhead,
         RunInput,
         RunStatus,
-        node_timeout_minutes,
+        SpecClose,
+        SpecClosed,
+        SpecOutcome,
     )
-    from canopy.graphs.hooks import HookEvent
-    from canopy.graphs.model import AgentConfig, AgentNode, CommandNode, EnsembleNode
     from canopy.workflows import blockers
+    from canopy.workflows.graph_run_core import (
+        DIRTY,
+        NODE_RETRY,
+        TAKEN,
+        GraphRunCore,
+        HarnessSession,
+        Plan,
+        SpecEnd,
+        node_activity_timeout,
+    )
     from canopy.workflows.timeouts import BOOKKEEPING_TIMEOUT
 
-GIT_TIMEOUT = timedelta(minutes=2)
-DEFAULT_NODE_TIMEOUT_MINUTES = 24 * 60
-"""Activity deadline for a node without ``timeout_minutes`` (the node itself runs unbounded)."""
-NODE_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    maximum_interval=timedelta(seconds=30),
-    maximum_attempts=5,
-    non_retryable_error_types=["Refused"],
-)
-"""Retries cover lost workers (heartbeat timeouts); an agent's own failure is a result."""
 
+class NotLaunched(Exception):
+    """A node activity that did not launch the node (dirty tree, spec taken): the spec's
+    walk ends there, before any node ran."""
 
-@dataclass
-class Plan:
-    """What to do with the next spec: run it (from ``node``, resuming ``harness_session``)
-    or skip it. ``spec`` ``None`` means: read the next spec fresh from the store."""
-
-    spec: NextSpec | None = None
-    node: str | None = None
-    harness_session: "HarnessSession | None" = None
-    skip: bool = False
-    guarded: bool = True
-    """Whether the dirty-tree guard still has to pass (a directed start skips it)."""
-
-
-@dataclass(frozen=True)
-class HarnessSession:
-    """The harness's own conversation (its session id, e.g. Claude Code's ``session_id``)
-    and the platform that owns it: only that platform can resume it. Not an interactive
-    session of Canopy's."""
-
-    id: str
-    platform: str
-
-
-TAKEN = "taken"
-"""The :class:`SpecEnd` outcome of a spec another run claimed first: no passage opened."""
-
-
-@dataclass
-class SpecEnd:
-    """How one spec's passage ended."""
-
-    outcome: str
-    node: str | None = None
-    harness_session: HarnessSession | None = None
-    resume_at: datetime | None = None
+    def __init__(self, outcome: DispatchOutcome) -> None:
+        super().__init__("node not launched")
+        self.outcome = outcome
 
 
 @workflow.defn(name=GRAPH_RUN_WORKFLOW)
-class GraphRun:
+class GraphRun(GraphRunCore):
     """Drain specs through the graph's nodes, record everything, then settle."""
 
     def __init__(self) -> None:
-        self._status = RunStatus(run_id="")
-        self._continue: ContinueRequest | None = None
-        self._pause_requested = False
-        self._stop_requested = False
-        self._reset_requested = False
-        self._parked = False
-        self._parks = 0
-        self._limited_until: dict[str, datetime] = {}
-        """Platforms that reported a usage limit, and when it resets (ensemble failover)."""
-
-    @workflow.query(name="status")
-    def status(self) -> RunStatus:
-        """Current spec and node, node run in flight, scheduled resume, counts."""
-        return self._status
-
-    @workflow.signal(name="continue_run")
-    def continue_run(self, request: ContinueRequest) -> None:
-        """Go on from a pause, as ``request.mode`` says."""
-        self._continue = request
-
-    @workflow.signal(name="skip_next_spec")
-    def skip_next_spec(self) -> None:
-        """Go on from a pause, marking the next spec skipped."""
-        self._continue = ContinueRequest(mode="skip_next_spec")
-
-    @workflow.signal(name="pause")
-    def pause(self) -> None:
-        """Pause at the next spec boundary."""
-        self._pause_requested = True
-
-    @workflow.signal(name="stop")
-    def stop(self) -> None:
-        """Cancel the node in flight, mark its spec interrupted, and pause."""
-        self._stop_requested = True
-
-    @workflow.signal(name="reset")
-    def reset(self) -> None:
-        """End the run: graph idle, blocker cleared, bound specs reopened."""
-        self._reset_requested = True
+        super().__init__()
+        self._launches = 0
+        """Node launches so far in this execution: with its run id, a launch's key."""
+        self._guard_first_launch = False
+        """Whether the next launch runs the dirty-tree guard (a spec's first, after a boundary)."""
 
     @workflow.run
     async def run(self, start: RunInput) -> str:
@@ -144,20 +82,36 @@ class GraphRun:
         specs_this_execution = 0
         # a fresh run passed the launch guard; a continued one is between two specs
         plan = Plan(guarded=start.continued)
+        # what runs next, when it was read as the last spec closed (and nothing since)
+        ahead: Ahead | None = None
         while not self._reset_requested:
-            if plan.guarded or self._pause_requested:
-                plan = await self._boundary(start, plan)
-                if self._reset_requested:
-                    break
-            spec = plan.spec or await self._bookkeeping(bookkeeping.next_spec, start.run_id)
+            if ahead is None or plan.spec is not None or plan.node is not None:
+                ahead = await self._read_ahead(start, plan.spec, plan.node)
+            spec = ahead.spec
             if spec is None:
                 return await self._settle_drained(start)
+            if self._pause_requested:
+                self._pause_requested = False
+                await self._park(start, blockers.paused(start.graph_name, spec))
+                plan, ahead = await self._wait_for_continue(start, spec, None), None
+                continue
+            read_ahead = not continue_as_new_due(start, specs_this_execution + 1)
             if plan.skip:
-                end = await self._skip(start, spec)
+                closed = await self._close(start, spec, "skipped", None, read_ahead)
+                end = SpecEnd(TAKEN) if closed.taken else SpecEnd("skipped")
+                end.ahead = closed.ahead if closed.ahead.read else None
             else:
-                end = await self._run_spec(start, spec, plan.node, plan.harness_session)
+                guard = plan.guarded and not ahead.allow_dirty_start
+                end = await self._run_spec(start, spec, ahead.step, plan, guard, read_ahead)
+            ahead = end.ahead
             if end.outcome == TAKEN:
                 plan = Plan()
+                continue
+            if end.outcome == DIRTY:
+                assert end.dirty is not None
+                blocker = blockers.dirty_tree(start.graph_name, start.workdir, end.dirty, spec)
+                await self._park(start, blocker)
+                plan = await self._wait_for_continue(start, spec, plan.node, plan.harness_session)
                 continue
             counts.specs_started += 1
             if end.outcome == "completed":
@@ -173,10 +127,7 @@ class GraphRun:
             if (
                 plan.spec is None
                 and not plan.skip
-                and (
-                    specs_this_execution >= start.specs_per_execution
-                    or workflow.info().is_continue_as_new_suggested()
-                )
+                and continue_as_new_due(start, specs_this_execution)
             ):
                 workflow.continue_as_new(
                     start.model_copy(update={"counts": counts, "continued": True})
@@ -185,163 +136,24 @@ class GraphRun:
         workflow.set_current_details("reset")
         return "reset"
 
-    async def _after(self, start: RunInput, spec: NextSpec, end: SpecEnd) -> Plan:
-        """The plan after a spec's outcome: usage-limit waits, stops, or the next spec."""
-        if end.outcome == "limit_blocked":
-            assert end.resume_at is not None
-            if not await self._wait_out_limit(start, end.resume_at):
-                return Plan(spec=spec, node=end.node, harness_session=end.harness_session)
-        if end.outcome in ("interrupted", "limit_blocked") and not self._reset_requested:
-            await self._park(start, blockers.stopped(start.graph_name, spec, end.node))
-            return await self._wait_for_continue(start, spec, None)
-        return Plan()
-
-    async def _boundary(self, start: RunInput, plan: Plan) -> Plan:
-        """Between specs: honour a pause request, then run the dirty-tree guard."""
-        upcoming = plan.spec or await self._bookkeeping(bookkeeping.next_spec, start.run_id)
-        if upcoming is None:
-            return Plan(guarded=False)
-        if self._pause_requested:
-            self._pause_requested = False
-            await self._park(start, blockers.paused(start.graph_name, upcoming))
-            return await self._wait_for_continue(start, upcoming, None)
-        if not plan.guarded:
-            return plan
-        blocker = await self._guard(start, upcoming)
-        if blocker is None:
-            return Plan(
-                spec=upcoming, node=plan.node, harness_session=plan.harness_session, guarded=False
-            )
-        await self._park(start, blocker)
-        return await self._wait_for_continue(start, upcoming, plan.node, plan.harness_session)
-
-    async def _guard(self, start: RunInput, upcoming: NextSpec) -> dict[str, Any] | None:
-        """The dirty-tree blocker for ``upcoming``, or ``None`` when the run may go on."""
-        if await self._bookkeeping(run_state.allows_dirty_start, start.graph_id):
-            return None
-        state = await workflow.execute_activity(
-            worktree.check_worktree,
-            start.workdir,
-            task_queue=start.agents_task_queue,
-            start_to_close_timeout=GIT_TIMEOUT,
-            summary=f"git status before {upcoming.name}",
-        )
-        if state.clean:
-            return None
-        return blockers.dirty_tree(start.graph_name, start.workdir, state, upcoming)
-
-    async def _park(self, start: RunInput, blocker: dict[str, Any]) -> None:
-        """Graph ``paused`` with ``blocker`` stored (not failed).
-
-        Pending ``pause``/``stop`` requests are spent: the run is paused now.
-        """
-        self._pause_requested = False
-        self._stop_requested = False
-        self._continue = None  # only a continue sent while paused resumes this pause
-        self._status.waiting_for = f"continue ({blocker['kind']})"
-        workflow.set_current_details(f"paused: {blocker['message']}")
-        await self._bookkeeping(run_state.pause_run, start.run_id, blocker)
-        if not self._parked:  # a re-check that stays paused is the same pause
-            self._parked = True
-            self._parks += 1
-            await self._fire(
-                start,
-                "on_blocked",
-                f"pause-{workflow.info().run_id}-{self._parks}",
-                blocker=blocker["message"],
-                node=blocker.get("node"),
-            )
-
-    async def _wait_for_continue(
-        self,
-        start: RunInput,
-        upcoming: NextSpec,
-        node: str | None,
-        harness_session: HarnessSession | None = None,
-    ) -> Plan:
-        """Wait for ``continue_run`` (or ``reset``) and turn it into a plan."""
-        while True:
-            await workflow.wait_condition(
-                lambda: self._continue is not None or self._reset_requested
-            )
-            if self._reset_requested:
-                return Plan(guarded=False)
-            request = self._continue
-            assert request is not None
-            self._continue = None
-            if request.mode == "run_from_node":
-                spec = upcoming
-                if request.spec_id is not None and request.spec_id != upcoming.spec_id:
-                    spec = await self._bookkeeping(
-                        run_state.spec_for_run, start.run_id, request.spec_id
-                    )
-                    harness_session = None
-                plan = Plan(
-                    spec=spec,
-                    node=request.node or node,
-                    harness_session=harness_session,
-                    guarded=False,
-                )
-            elif request.mode == "skip_next_spec":
-                plan = Plan(spec=None, skip=True, guarded=False)
-            else:
-                blocker = await self._guard(start, upcoming)
-                if blocker is not None:
-                    await self._park(start, blocker)
-                    continue
-                plan = Plan(
-                    spec=upcoming, node=node, harness_session=harness_session, guarded=False
-                )
-            self._status.waiting_for = None
-            self._parked = False
-            await self._bookkeeping(run_state.resume_run, start.run_id)
-            return plan
-
-    async def _wait_out_limit(self, start: RunInput, resume_at: datetime) -> bool:
-        """Sleep on a durable timer until the usage limit resets (graph stays running).
-
-        ``True`` when a ``stop`` or ``reset`` cut the wait short.
-        """
-        self._status.scheduled_resume_at = resume_at
-        self._status.waiting_for = "usage limit reset"
-        workflow.set_current_details(f"usage limit: resuming at {resume_at.isoformat()}")
-        await self._bookkeeping(run_state.schedule_resume, start.run_id, resume_at)
-        delay = max(resume_at - workflow.now(), timedelta(seconds=1))
-        with contextlib.suppress(TimeoutError):
-            await workflow.wait_condition(
-                lambda: self._reset_requested or self._stop_requested, timeout=delay
-            )
-        self._status.scheduled_resume_at = None
-        self._status.waiting_for = None
-        await self._bookkeeping(run_state.schedule_resume, start.run_id, None)
-        return self._reset_requested or self._stop_requested
-
-    async def _skip(self, start: RunInput, spec: NextSpec) -> SpecEnd:
-        """Mark a spec skipped (``continue --mode skip_next_spec``)."""
-        passage = await self._bookkeeping(bookkeeping.begin_spec, start.run_id, spec)
-        if passage is None:
-            return SpecEnd(TAKEN)
-        await self._bookkeeping(bookkeeping.finish_spec, passage, "skipped", None)
-        return SpecEnd("skipped")
-
     async def _run_spec(
         self,
         start: RunInput,
         spec: NextSpec,
-        first_node: str | None,
-        harness_session: HarnessSession | None,
+        first: NodeStep | None,
+        plan: Plan,
+        guard: bool,
+        read_ahead: bool,
     ) -> SpecEnd:
-        """Walk the nodes for one spec from ``first_node``; how the passage ended."""
+        """Walk the nodes for one spec from ``first`` (the dirty-tree guard in the first
+        launch when ``guard``); how the passage ended, with what runs next if it was read
+        as the spec closed."""
         self._show(spec, None)
-        passage = await self._bookkeeping(bookkeeping.begin_spec, start.run_id, spec)
-        if passage is None:
-            self._show(None, None)
-            return SpecEnd(TAKEN)
+        self._guard_first_launch = guard
+        harness_session = plan.harness_session
+        step, node_name = first, plan.node
         visits: dict[str, int] = {}
-        node_name = first_node
-        end = SpecEnd("failed")
         while True:
-            step = await self._bookkeeping(bookkeeping.load_node, start.graph_id, node_name)
             if step is None:
                 end = SpecEnd("failed", node_name)
                 break
@@ -349,7 +161,15 @@ class GraphRun:
             if visits[step.name] > step.max_visits:
                 end = SpecEnd("failed", step.name)
                 break
-            result = await self._launch_step(start, spec, step, visits[step.name], harness_session)
+            try:
+                result = await self._launch_step(
+                    start, spec, step, visits[step.name], harness_session
+                )
+            except NotLaunched as not_launched:
+                self._show(None, None)
+                if not_launched.outcome.taken:
+                    return SpecEnd(TAKEN)
+                return SpecEnd(DIRTY, dirty=not_launched.outcome.dirty)
             harness_session = None
             produced = (
                 HarnessSession(result.harness_session_id, result.platform)
@@ -372,79 +192,26 @@ class GraphRun:
             else:
                 end = SpecEnd("failed", step.name)
                 break
-        has_hooks = await self._bookkeeping(bookkeeping.finish_spec, passage, end.outcome, end.node)
+            step = (await self._read_ahead(start, spec, node_name)).step
+        # a failed bound-spec run settles, a waiting or parked one reads afresh after
+        goes_on = end.outcome == "completed" or (
+            end.outcome == "failed" and start.queue_id is not None
+        )
+        outcome = cast(SpecOutcome, end.outcome)  # every end above is a spec outcome
+        closed = await self._close(start, spec, outcome, end.node, read_ahead and goes_on)
         self._show(None, None)
-        if end.outcome == "completed" and has_hooks:
+        if closed.taken:
+            return SpecEnd(TAKEN)
+        if end.outcome == "completed" and closed.spec_completed_hooks:
             await self._fire(
                 start,
                 "on_spec_completed",
-                f"passage-{passage}",
+                f"passage-{closed.passage_id}",
                 spec_id=spec.spec_id,
                 spec_name=spec.name,
             )
+        end.ahead = closed.ahead if closed.ahead.read else None
         return end
-
-    async def _launch_step(
-        self,
-        start: RunInput,
-        spec: NextSpec,
-        step: NodeStep,
-        visit: int,
-        harness_session: HarnessSession | None,
-    ) -> NodeResult:
-        """Run a node; an ensemble fails over to its next member on a usage limit.
-
-        Members whose platform is still limited are passed over; when every member is
-        limited the node ends ``limit_blocked`` with the earliest reset.
-        """
-        members: list[AgentConfig]
-        match step.definition:
-            case CommandNode():
-                return await self._run_node(start, spec, step, visit, None, None)
-            case AgentNode():
-                members, ensemble = [step.definition.agent], False
-            case EnsembleNode():
-                members, ensemble = step.ensemble_members, True
-        assert members
-        for index, member in enumerate(members):
-            platform = member.platform
-            until = self._limited_until.get(platform)
-            if ensemble and until is not None and until > workflow.now():
-                continue
-            resume = await self._resume_for(start, spec, step, platform, harness_session)
-            result = await self._run_node(
-                start, spec, step, visit, resume, index if ensemble else None
-            )
-            if result.status != "limit_blocked":
-                return result
-            self._limited_until[platform] = result.limit_reset_at or workflow.now()
-            if not ensemble:
-                return result
-        return NodeResult(
-            status="limit_blocked",
-            limit_reset_at=min(self._limited_until[m.platform] for m in members),
-            error="every ensemble member is usage-limited",
-        )
-
-    async def _resume_for(
-        self,
-        start: RunInput,
-        spec: NextSpec,
-        step: NodeStep,
-        platform: str,
-        harness_session: HarnessSession | None,
-    ) -> str | None:
-        """The harness session a launch on ``platform`` resumes: the one handed over (a re-run
-        after a usage limit), else for a grouped spec the one its last completed sibling
-        left at this node (DESIGN §6.9); ungrouped specs start cold."""
-        if harness_session is not None:
-            return harness_session.id if harness_session.platform == platform else None
-        if spec.group is None or start.queue_id is None:
-            return None
-        found: str | None = await self._bookkeeping(
-            run_state.group_session, start.run_id, spec.group, step.name, platform
-        )
-        return found
 
     async def _run_node(
         self,
@@ -455,14 +222,18 @@ class GraphRun:
         resume_session_id: str | None,
         member: int | None,
     ) -> NodeResult:
-        """Record, launch and record the end of one node run (stoppable by signal)."""
-        node_run_id = await self._bookkeeping(
-            bookkeeping.start_node_run, start.run_id, spec.spec_id, step.name, visit
-        )
-        self._show(spec, step.name, node_run_id)
-        launch = NodeLaunch(
+        """One node launch, its bookkeeping done by the node activity itself (stoppable by
+        signal); :class:`NotLaunched` when the guard or another run's claim kept it back.
+
+        When the activity fails or is cancelled it could not record the node run's end,
+        and a local activity does.
+        """
+        self._launches += 1
+        launch_key = f"{workflow.info().run_id}/{self._launches}"
+        guard, self._guard_first_launch = self._guard_first_launch, False
+        self._show(spec, step.name)
+        dispatch = NodeDispatch(
             run_id=start.run_id,
-            node_run_id=node_run_id,
             graph_id=start.graph_id,
             graph_name=start.graph_name,
             spec_id=spec.spec_id,
@@ -471,111 +242,68 @@ class GraphRun:
             ensemble_members=step.ensemble_members,
             resume_session_id=resume_session_id,
             member=member,
+            launch_key=launch_key,
+            spec=spec,
+            visit=visit,
+            guard=guard,
         )
-        match step.definition:
-            case CommandNode():
-                runner = nodes.run_command_node
-            case AgentNode() | EnsembleNode():
-                runner = nodes.run_agent_node
-        # clamped here too: a timedelta of an absurd float raises, failing every task
-        timeout_minutes = node_timeout_minutes(step.timeout_minutes) or DEFAULT_NODE_TIMEOUT_MINUTES
         handle = workflow.start_activity(
-            runner,
-            launch,
+            nodes.dispatch_node,
+            dispatch,
             task_queue=start.agents_task_queue,
-            start_to_close_timeout=timedelta(minutes=timeout_minutes + 1),
+            start_to_close_timeout=node_activity_timeout(step),
             heartbeat_timeout=timedelta(seconds=start.heartbeat_timeout_seconds),
             retry_policy=NODE_RETRY,
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             summary=f"{spec.name} · {step.name} (visit {visit})",
         )
-        await workflow.wait_condition(
-            lambda: handle.done() or self._stop_requested or self._reset_requested
-        )
-        stopping = self._stop_requested or self._reset_requested
-        if not handle.done():
-            handle.cancel()
-        try:
-            result = await handle
-        except ActivityError as error:
-            if isinstance(error.cause, CancelledError):
-                result = NodeResult(status="interrupted", error="stopped by request")
-            else:
-                result = NodeResult(status="failed", error=str(error.cause or error))
-        await self._bookkeeping(bookkeeping.finish_node_run, node_run_id, result)
-        if stopping:
-            # the node may have finished before the cancel reached it: the stop still
-            # ends the spec here, interrupted, instead of being lost
-            self._stop_requested = False
-            return result.model_copy(update={"status": "interrupted"})
-        return result
+        done, stopping = await self._await_node(handle)
+        if isinstance(done, DispatchOutcome):
+            if done.result is None:
+                raise NotLaunched(done)
+            return self._stopped(done.result, stopping)
+        await self._bookkeeping(bookkeeping.record_launch_end, launch_key, done)
+        return self._stopped(done, stopping)
 
-    async def _settle_drained(self, start: RunInput) -> str:
-        """No runnable spec is left: settle by the queue's members, or complete."""
-        if start.queue_id is None:
-            return await self._settle(start, "completed", None)
-        unfinished = await self._bookkeeping(bookkeeping.queue_settlement, start.run_id)
-        return await self._settle(start, "failed" if unfinished else "completed", unfinished)
+    async def _read_ahead(self, start: RunInput, spec: NextSpec | None, node: str | None) -> Ahead:
+        """What runs next, read now (see :class:`ReadAhead`)."""
+        request = ReadAhead(run_id=start.run_id, graph_id=start.graph_id, spec=spec, node=node)
+        ahead: Ahead = await self._bookkeeping(bookkeeping.read_ahead, request)
+        return ahead
 
-    async def _settle(self, start: RunInput, status: str, blocker: dict[str, Any] | None) -> str:
-        """Write the final status of the run and the graph."""
-        await self._bookkeeping(
-            bookkeeping.settle_run, start.run_id, status, blocker, self._status.counts
-        )
-        workflow.set_current_details(f"settled {status}")
-        if status == "completed" and self._status.counts.completed > 0:
-            await self._fire(start, "on_completed", "settled")
-        elif status == "failed" and blocker is not None:
-            await self._fire(
-                start,
-                "on_failed",
-                "settled",
-                spec_id=blocker.get("spec_id"),
-                failed_specs=blocker.get("failed_specs", []),
-                blocker=blocker["message"],
-                node=blocker.get("node"),
-            )
-        return status
-
-    async def _fire(
-        self, start: RunInput, event: HookEvent, occurrence: str, **context: Any
-    ) -> None:
-        """Fire ``event``'s hooks (read from the store now) on the run's host."""
-        firing = HookFiring(
+    async def _close(
+        self,
+        start: RunInput,
+        spec: NextSpec,
+        outcome: SpecOutcome,
+        node: str | None,
+        read_ahead: bool,
+    ) -> SpecClosed:
+        """Close the spec's passage, reading what runs next in the same call if asked."""
+        request = SpecClose(
             run_id=start.run_id,
             graph_id=start.graph_id,
-            graph_name=start.graph_name,
-            workdir=start.workdir,
-            event=event,
-            occurrence=occurrence,
-            **context,
+            spec=spec,
+            outcome=outcome,
+            ended_node=node,
+            read_ahead=read_ahead,
         )
-        await workflow.execute_activity(
-            hooks.fire_hooks,
-            firing,
-            task_queue=start.agents_task_queue,
-            start_to_close_timeout=timedelta(hours=24),
-            heartbeat_timeout=timedelta(seconds=start.heartbeat_timeout_seconds),
-            retry_policy=NODE_RETRY,
-            summary=f"hooks: {event}",
-        )
-
-    def _show(
-        self, spec: NextSpec | None, node: str | None, node_run_id: int | None = None
-    ) -> None:
-        """Keep the status query and the Temporal UI's current details in step."""
-        self._status.spec_id = spec.spec_id if spec else None
-        self._status.spec_name = spec.name if spec else None
-        self._status.node = node
-        self._status.node_run_id = node_run_id
-        if spec is not None:
-            where = f" · node {node}" if node else ""
-            workflow.set_current_details(f"spec {spec.name} ({spec.spec_id}){where}")
+        closed: SpecClosed = await self._bookkeeping(bookkeeping.close_spec, request)
+        return closed
 
     async def _bookkeeping(self, activity: Any, *args: Any) -> Any:
-        """A store activity on the main queue (retried until the store answers)."""
-        return await workflow.execute_activity(
+        """A store call as a local activity: in this worker, within the workflow task,
+        recorded as one marker (retried until the store answers)."""
+        return await workflow.execute_local_activity(
             activity,
             args=list(args),
             start_to_close_timeout=BOOKKEEPING_TIMEOUT,
         )
+
+
+def continue_as_new_due(start: RunInput, specs_this_execution: int) -> bool:
+    """Whether the execution continues as new after ``specs_this_execution`` specs."""
+    return (
+        specs_this_execution >= start.specs_per_execution
+        or workflow.info().is_continue_as_new_suggested()
+    )

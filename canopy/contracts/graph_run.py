@@ -13,10 +13,18 @@ from pydantic import BaseModel, Field, model_validator
 from canopy.graphs.hooks import HookEvent
 from canopy.graphs.model import AgentConfig, AgentNode, EnsembleNode, Node
 from canopy.limits import NODE_TIMEOUT_MINUTES
+from canopy.workdir import WorktreeState
 
-GRAPH_RUN_WORKFLOW = "GraphRun"
+GRAPH_RUN_WORKFLOW = "GraphRunV2"
 """Workflow type name: one workflow id drains one run of a graph (``RunInput``), as a
-chain of executions when it continues as new."""
+chain of executions when it continues as new. It runs on the agents task queue of the host
+holding the workdir, with its store bookkeeping as local activities: one round trip per
+node (issue 13)."""
+
+LEGACY_GRAPH_RUN_WORKFLOW = "GraphRun"
+"""The type runs started before ``GraphRunV2`` have (main task queue, every store call a
+remote activity). Its code stays registered so those runs drain to their end; nothing
+starts one any more."""
 
 SpecOutcome = Literal["completed", "failed", "skipped", "interrupted", "limit_blocked"]
 NodeStatus = Literal["succeeded", "failed", "limit_blocked", "timed_out", "interrupted"]
@@ -108,11 +116,10 @@ class NodeStep(BaseModel):
     _lift_members = model_validator(mode="before")(_members_beside_the_node)
 
 
-class NodeLaunch(BaseModel):
-    """What the agents-queue activity needs to run one node for one spec."""
+class NodeTarget(BaseModel):
+    """The node to run, the spec it runs for, and where: what every launch of it shares."""
 
     run_id: str
-    node_run_id: int
     graph_id: str
     graph_name: str
     spec_id: str
@@ -136,6 +143,32 @@ class NodeLaunch(BaseModel):
         raise ValueError(f"node {self.node.name} launches no agent")
 
 
+class NodeLaunch(NodeTarget):
+    """What the agents-queue activity needs to run one node run it has recorded."""
+
+    node_run_id: int
+
+
+class NodeDispatch(NodeTarget):
+    """One node launch as ``GraphRunV2`` hands it to the agents host, which does the
+    bookkeeping around it in the same activity: the dirty-tree guard (when ``guard``), the
+    spec's claim, the node run's record, the run, and the record of its end.
+
+    ``launch_key`` (the workflow execution and a launch counter) keys the node run, so a
+    retried attempt finds the record its first attempt made instead of adding one.
+    """
+
+    launch_key: str
+    spec: NextSpec
+    visit: int
+    guard: bool = False
+
+    def recorded(self, node_run_id: int) -> NodeLaunch:
+        """This launch with its node run recorded."""
+        shared = {name: getattr(self, name) for name in NodeTarget.model_fields}
+        return NodeLaunch(**shared, node_run_id=node_run_id)
+
+
 class NodeResult(BaseModel):
     """How one node run ended."""
 
@@ -148,6 +181,62 @@ class NodeResult(BaseModel):
     error: str | None = None
     host: str | None = None
     """The machine whose worker ran the node; absent in results recorded before hosts were."""
+
+
+class DispatchOutcome(BaseModel):
+    """What came of a :class:`NodeDispatch`: the node's result, or why it did not launch
+    (the tree was dirty, or another run had claimed the spec)."""
+
+    result: NodeResult | None = None
+    dirty: WorktreeState | None = None
+    taken: bool = False
+
+
+class ReadAhead(BaseModel):
+    """Ask the store what runs next: ``spec`` (else the run's next pending spec) at
+    ``node`` (else the graph's first node)."""
+
+    run_id: str
+    graph_id: str
+    spec: NextSpec | None = None
+    node: str | None = None
+
+
+class Ahead(BaseModel):
+    """The spec a run goes on with and the node it starts at, as stored right now.
+
+    ``spec`` ``None``: nothing is left to run. ``step`` ``None`` with a spec: the node
+    named no longer exists (or the graph has none). ``read`` is false when the store was
+    not asked (a spec close that did not look ahead).
+    """
+
+    read: bool = True
+    spec: NextSpec | None = None
+    step: NodeStep | None = None
+    allow_dirty_start: bool = False
+
+
+class SpecClose(BaseModel):
+    """End a spec's passage with ``outcome`` (claiming the spec first if no launch did),
+    then, when ``read_ahead``, read what runs next, all in one store transaction."""
+
+    run_id: str
+    graph_id: str
+    spec: NextSpec
+    outcome: SpecOutcome
+    ended_node: str | None = None
+    read_ahead: bool = False
+
+
+class SpecClosed(BaseModel):
+    """The closed passage (``None``: none was open), ``taken`` when another run holds the
+    spec, whether ``on_spec_completed`` hooks are configured now, and what runs next if
+    that was read."""
+
+    passage_id: int | None
+    taken: bool = False
+    spec_completed_hooks: bool = False
+    ahead: Ahead = Field(default_factory=lambda: Ahead(read=False))
 
 
 class RunStatus(BaseModel):

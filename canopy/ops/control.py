@@ -555,7 +555,7 @@ async def _query_warning(
                 f"{ahead} its run cannot be checked: no worker answered the status query of "
                 f"workflow {workflow_id} within {QUERY_TIMEOUT_SECONDS:g} s (start one: canopy up)"
             )
-        if status.node_run_id is not None or status.scheduled_resume_at is not None:
+        if status.node is not None or status.scheduled_resume_at is not None:
             return None
         waiting_for = status.waiting_for
     waiting = f" (it is waiting for {waiting_for})" if waiting_for else ""

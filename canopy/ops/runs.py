@@ -362,7 +362,7 @@ async def _start(client: "Client", prepared: PreparedRun) -> None:
         GRAPH_RUN_WORKFLOW,
         start,
         id=prepared.workflow_id,
-        task_queue=temporal_client.MAIN_TASK_QUEUE,
+        task_queue=start.agents_task_queue,  # the run lives with its workdir's host
         search_attributes=TypedSearchAttributes(pairs),
         static_summary=f"{start.graph_name}: run {prepared.number}",
         id_conflict_policy=WorkflowIDConflictPolicy.FAIL,

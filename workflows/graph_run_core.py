@@ -1,0 +1,420 @@
+"""What every GraphRun workflow type shares: its signals and query, pausing and
+continuing, usage-limit waits, ensemble failover, hooks and settling (DESIGN §6).
+
+Deterministic orchestration only. A type says how it reaches the store and launches a
+node (:meth:`GraphRunCore._bookkeeping`, :meth:`GraphRunCore._run_node`) and how it walks
+the specs; ``GraphRunV2`` (:mod:`canopy.workflows.graph_run`) is the one runs start as, and
+``GraphRun`` (:mod:`canopy.workflows.graph_run_v1`) drains the runs started before it.
+"""
+
+import contextlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, CancelledError
+
+with workflow.unsafe.imports_passed_through():
+    from canopy.activities import bookkeeping, hooks, run_state, worktree
+    from canopy.contracts.graph_run import (
+        Ahead,
+        ContinueRequest,
+        HookFiring,
+        NextSpec,
+        NodeResult,
+        NodeStep,
+        RunInput,
+        RunStatus,
+        node_timeout_minutes,
+    )
+    from canopy.graphs.hooks import HookEvent
+    from canopy.graphs.model import AgentConfig, AgentNode, CommandNode, EnsembleNode
+    from canopy.workdir import WorktreeState
+    from canopy.workflows import blockers
+
+GIT_TIMEOUT = timedelta(minutes=2)
+DEFAULT_NODE_TIMEOUT_MINUTES = 24 * 60
+"""Activity deadline for a node without ``timeout_minutes`` (the node itself runs unbounded)."""
+NODE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=5,
+    non_retryable_error_types=["Refused"],
+)
+"""Retries cover lost workers (heartbeat timeouts); an agent's own failure is a result."""
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class Plan:
+    """What to do with the next spec: run it (from ``node``, resuming ``harness_session``)
+    or skip it. ``spec`` ``None`` means: read the next spec fresh from the store."""
+
+    spec: NextSpec | None = None
+    node: str | None = None
+    harness_session: "HarnessSession | None" = None
+    skip: bool = False
+    guarded: bool = True
+    """Whether the dirty-tree guard still has to pass (a directed start skips it)."""
+
+
+@dataclass(frozen=True)
+class HarnessSession:
+    """The harness's own conversation (its session id, e.g. Claude Code's ``session_id``)
+    and the platform that owns it: only that platform can resume it. Not an interactive
+    session of Canopy's."""
+
+    id: str
+    platform: str
+
+
+TAKEN = "taken"
+"""The :class:`SpecEnd` outcome of a spec another run claimed first: no passage opened."""
+DIRTY = "dirty"
+"""The :class:`SpecEnd` outcome of a spec the dirty-tree guard kept from starting."""
+
+
+@dataclass
+class SpecEnd:
+    """How one spec's passage ended."""
+
+    outcome: str
+    node: str | None = None
+    harness_session: HarnessSession | None = None
+    resume_at: datetime | None = None
+    dirty: WorktreeState | None = None
+    """The tree the guard found dirty (:data:`DIRTY`)."""
+    ahead: Ahead | None = None
+    """What runs next, when it was read as the spec closed."""
+
+
+class GraphRunCore:
+    """Signals, query and the parts of a run every GraphRun type walks the same way."""
+
+    def __init__(self) -> None:
+        self._status = RunStatus(run_id="")
+        self._continue: ContinueRequest | None = None
+        self._pause_requested = False
+        self._stop_requested = False
+        self._reset_requested = False
+        self._parked = False
+        self._parks = 0
+        self._limited_until: dict[str, datetime] = {}
+        """Platforms that reported a usage limit, and when it resets (ensemble failover)."""
+
+    @workflow.query(name="status")
+    def status(self) -> RunStatus:
+        """Current spec and node, node run in flight, scheduled resume, counts."""
+        return self._status
+
+    @workflow.signal(name="continue_run")
+    def continue_run(self, request: ContinueRequest) -> None:
+        """Go on from a pause, as ``request.mode`` says."""
+        self._continue = request
+
+    @workflow.signal(name="skip_next_spec")
+    def skip_next_spec(self) -> None:
+        """Go on from a pause, marking the next spec skipped."""
+        self._continue = ContinueRequest(mode="skip_next_spec")
+
+    @workflow.signal(name="pause")
+    def pause(self) -> None:
+        """Pause at the next spec boundary."""
+        self._pause_requested = True
+
+    @workflow.signal(name="stop")
+    def stop(self) -> None:
+        """Cancel the node in flight, mark its spec interrupted, and pause."""
+        self._stop_requested = True
+
+    @workflow.signal(name="reset")
+    def reset(self) -> None:
+        """End the run: graph idle, blocker cleared, bound specs reopened."""
+        self._reset_requested = True
+
+    async def _after(self, start: RunInput, spec: NextSpec, end: SpecEnd) -> Plan:
+        """The plan after a spec's outcome: usage-limit waits, stops, or the next spec."""
+        if end.outcome == "limit_blocked":
+            assert end.resume_at is not None
+            if not await self._wait_out_limit(start, end.resume_at):
+                return Plan(spec=spec, node=end.node, harness_session=end.harness_session)
+        if end.outcome in ("interrupted", "limit_blocked") and not self._reset_requested:
+            await self._park(start, blockers.stopped(start.graph_name, spec, end.node))
+            return await self._wait_for_continue(start, spec, None)
+        return Plan()
+
+    async def _guard(self, start: RunInput, upcoming: NextSpec) -> dict[str, Any] | None:
+        """The dirty-tree blocker for ``upcoming``, or ``None`` when the run may go on."""
+        if await self._bookkeeping(run_state.allows_dirty_start, start.graph_id):
+            return None
+        state = await workflow.execute_activity(
+            worktree.check_worktree,
+            start.workdir,
+            task_queue=start.agents_task_queue,
+            start_to_close_timeout=GIT_TIMEOUT,
+            summary=f"git status before {upcoming.name}",
+        )
+        if state.clean:
+            return None
+        return blockers.dirty_tree(start.graph_name, start.workdir, state, upcoming)
+
+    async def _park(self, start: RunInput, blocker: dict[str, Any]) -> None:
+        """Graph ``paused`` with ``blocker`` stored (not failed).
+
+        Pending ``pause``/``stop`` requests are spent: the run is paused now.
+        """
+        self._pause_requested = False
+        self._stop_requested = False
+        self._continue = None  # only a continue sent while paused resumes this pause
+        self._status.waiting_for = f"continue ({blocker['kind']})"
+        workflow.set_current_details(f"paused: {blocker['message']}")
+        await self._bookkeeping(run_state.pause_run, start.run_id, blocker)
+        if not self._parked:  # a re-check that stays paused is the same pause
+            self._parked = True
+            self._parks += 1
+            await self._fire(
+                start,
+                "on_blocked",
+                f"pause-{workflow.info().run_id}-{self._parks}",
+                blocker=blocker["message"],
+                node=blocker.get("node"),
+            )
+
+    async def _wait_for_continue(
+        self,
+        start: RunInput,
+        upcoming: NextSpec,
+        node: str | None,
+        harness_session: HarnessSession | None = None,
+    ) -> Plan:
+        """Wait for ``continue_run`` (or ``reset``) and turn it into a plan."""
+        while True:
+            await workflow.wait_condition(
+                lambda: self._continue is not None or self._reset_requested
+            )
+            if self._reset_requested:
+                return Plan(guarded=False)
+            request = self._continue
+            assert request is not None
+            self._continue = None
+            if request.mode == "run_from_node":
+                spec = upcoming
+                if request.spec_id is not None and request.spec_id != upcoming.spec_id:
+                    spec = await self._bookkeeping(
+                        run_state.spec_for_run, start.run_id, request.spec_id
+                    )
+                    harness_session = None
+                plan = Plan(
+                    spec=spec,
+                    node=request.node or node,
+                    harness_session=harness_session,
+                    guarded=False,
+                )
+            elif request.mode == "skip_next_spec":
+                plan = Plan(spec=None, skip=True, guarded=False)
+            else:
+                blocker = await self._guard(start, upcoming)
+                if blocker is not None:
+                    await self._park(start, blocker)
+                    continue
+                plan = Plan(
+                    spec=upcoming, node=node, harness_session=harness_session, guarded=False
+                )
+            self._status.waiting_for = None
+            self._parked = False
+            await self._bookkeeping(run_state.resume_run, start.run_id)
+            return plan
+
+    async def _wait_out_limit(self, start: RunInput, resume_at: datetime) -> bool:
+        """Sleep on a durable timer until the usage limit resets (graph stays running).
+
+        ``True`` when a ``stop`` or ``reset`` cut the wait short.
+        """
+        self._status.scheduled_resume_at = resume_at
+        self._status.waiting_for = "usage limit reset"
+        workflow.set_current_details(f"usage limit: resuming at {resume_at.isoformat()}")
+        await self._bookkeeping(run_state.schedule_resume, start.run_id, resume_at)
+        delay = max(resume_at - workflow.now(), timedelta(seconds=1))
+        with contextlib.suppress(TimeoutError):
+            await workflow.wait_condition(
+                lambda: self._reset_requested or self._stop_requested, timeout=delay
+            )
+        self._status.scheduled_resume_at = None
+        self._status.waiting_for = None
+        await self._bookkeeping(run_state.schedule_resume, start.run_id, None)
+        return self._reset_requested or self._stop_requested
+
+    async def _launch_step(
+        self,
+        start: RunInput,
+        spec: NextSpec,
+        step: NodeStep,
+        visit: int,
+        harness_session: HarnessSession | None,
+    ) -> NodeResult:
+        """Run a node; an ensemble fails over to its next member on a usage limit.
+
+        Members whose platform is still limited are passed over; when every member is
+        limited the node ends ``limit_blocked`` with the earliest reset.
+        """
+        members: list[AgentConfig]
+        match step.definition:
+            case CommandNode():
+                return await self._run_node(start, spec, step, visit, None, None)
+            case AgentNode():
+                members, ensemble = [step.definition.agent], False
+            case EnsembleNode():
+                members, ensemble = step.ensemble_members, True
+        assert members
+        for index, member in enumerate(members):
+            platform = member.platform
+            until = self._limited_until.get(platform)
+            if ensemble and until is not None and until > workflow.now():
+                continue
+            resume = await self._resume_for(start, spec, step, platform, harness_session)
+            result = await self._run_node(
+                start, spec, step, visit, resume, index if ensemble else None
+            )
+            if result.status != "limit_blocked":
+                return result
+            self._limited_until[platform] = result.limit_reset_at or workflow.now()
+            if not ensemble:
+                return result
+        return NodeResult(
+            status="limit_blocked",
+            limit_reset_at=min(self._limited_until[m.platform] for m in members),
+            error="every ensemble member is usage-limited",
+        )
+
+    async def _resume_for(
+        self,
+        start: RunInput,
+        spec: NextSpec,
+        step: NodeStep,
+        platform: str,
+        harness_session: HarnessSession | None,
+    ) -> str | None:
+        """The harness session a launch on ``platform`` resumes: the one handed over (a re-run
+        after a usage limit), else for a grouped spec the one its last completed sibling
+        left at this node (DESIGN §6.9); ungrouped specs start cold."""
+        if harness_session is not None:
+            return harness_session.id if harness_session.platform == platform else None
+        if spec.group is None or start.queue_id is None:
+            return None
+        found: str | None = await self._bookkeeping(
+            run_state.group_session, start.run_id, spec.group, step.name, platform
+        )
+        return found
+
+    async def _settle_drained(self, start: RunInput) -> str:
+        """No runnable spec is left: settle by the queue's members, or complete."""
+        if start.queue_id is None:
+            return await self._settle(start, "completed", None)
+        unfinished = await self._bookkeeping(bookkeeping.queue_settlement, start.run_id)
+        return await self._settle(start, "failed" if unfinished else "completed", unfinished)
+
+    async def _settle(self, start: RunInput, status: str, blocker: dict[str, Any] | None) -> str:
+        """Write the final status of the run and the graph."""
+        await self._bookkeeping(
+            bookkeeping.settle_run, start.run_id, status, blocker, self._status.counts
+        )
+        workflow.set_current_details(f"settled {status}")
+        if status == "completed" and self._status.counts.completed > 0:
+            await self._fire(start, "on_completed", "settled")
+        elif status == "failed" and blocker is not None:
+            await self._fire(
+                start,
+                "on_failed",
+                "settled",
+                spec_id=blocker.get("spec_id"),
+                failed_specs=blocker.get("failed_specs", []),
+                blocker=blocker["message"],
+                node=blocker.get("node"),
+            )
+        return status
+
+    async def _fire(
+        self, start: RunInput, event: HookEvent, occurrence: str, **context: Any
+    ) -> None:
+        """Fire ``event``'s hooks (read from the store now) on the run's host."""
+        firing = HookFiring(
+            run_id=start.run_id,
+            graph_id=start.graph_id,
+            graph_name=start.graph_name,
+            workdir=start.workdir,
+            event=event,
+            occurrence=occurrence,
+            **context,
+        )
+        await workflow.execute_activity(
+            hooks.fire_hooks,
+            firing,
+            task_queue=start.agents_task_queue,
+            start_to_close_timeout=timedelta(hours=24),
+            heartbeat_timeout=timedelta(seconds=start.heartbeat_timeout_seconds),
+            retry_policy=NODE_RETRY,
+            summary=f"hooks: {event}",
+        )
+
+    def _show(
+        self, spec: NextSpec | None, node: str | None, node_run_id: int | None = None
+    ) -> None:
+        """Keep the status query and the Temporal UI's current details in step."""
+        self._status.spec_id = spec.spec_id if spec else None
+        self._status.spec_name = spec.name if spec else None
+        self._status.node = node
+        self._status.node_run_id = node_run_id
+        if spec is not None:
+            where = f" · node {node}" if node else ""
+            workflow.set_current_details(f"spec {spec.name} ({spec.spec_id}){where}")
+
+    async def _await_node(self, handle: workflow.ActivityHandle[T]) -> tuple[T | NodeResult, bool]:
+        """The node activity's value, or the result its error amounts to; and whether a
+        ``stop`` or ``reset`` came meanwhile (the node is cancelled then)."""
+        await workflow.wait_condition(
+            lambda: handle.done() or self._stop_requested or self._reset_requested
+        )
+        stopping = self._stop_requested or self._reset_requested
+        if not handle.done():
+            handle.cancel()
+        try:
+            return await handle, stopping
+        except ActivityError as error:
+            if isinstance(error.cause, CancelledError):
+                return NodeResult(status="interrupted", error="stopped by request"), stopping
+            return NodeResult(status="failed", error=str(error.cause or error)), stopping
+
+    def _stopped(self, result: NodeResult, stopping: bool) -> NodeResult:
+        """The node's result as the spec sees it: a stop ends the spec here, interrupted,
+        even if the node finished before the cancel reached it."""
+        if not stopping:
+            return result
+        self._stop_requested = False
+        return result.model_copy(update={"status": "interrupted"})
+
+    async def _run_node(
+        self,
+        start: RunInput,
+        spec: NextSpec,
+        step: NodeStep,
+        visit: int,
+        resume_session_id: str | None,
+        member: int | None,
+    ) -> NodeResult:
+        """Launch one node run and record it (stoppable by signal)."""
+        raise NotImplementedError
+
+    async def _bookkeeping(self, activity: Any, *args: Any) -> Any:
+        """A store activity's result."""
+        raise NotImplementedError
+
+
+def node_activity_timeout(step: NodeStep) -> timedelta:
+    """The node activity's deadline: the node's own timeout (clamped here too: a timedelta
+    of an absurd float raises, failing every task), plus a minute to report."""
+    minutes = node_timeout_minutes(step.timeout_minutes) or DEFAULT_NODE_TIMEOUT_MINUTES
+    return timedelta(minutes=minutes + 1)
