@@ -218,6 +218,7 @@ def _launch(command: Command, files: ProcessFiles, lock_fd: int) -> None:
                 [
                     sys.executable,
                     "-I",
+                    "-S",
                     detached_runner.__file__,
                     str(files.exit),
                     "--",

@@ -4,13 +4,39 @@
 in a new session with the lock file inherited: the lock is held exactly as long as this
 process lives, so a worker that crashed and came back can tell a running process from a
 finished or lost one. The command inherits this runner's stdin (the ``input`` file) and
-output. Stdlib only, run by path in isolated mode, so nothing in the workdir can shadow
-an import.
+output. Stdlib only, run by path in isolated mode without ``site`` (``python -I -S``), so
+nothing in the workdir can shadow an import.
+
+It starts once per node, hook and session turn, so it is kept to the interpreter's own
+start: ``os.posix_spawnp`` instead of the ``subprocess`` module (about 20 ms less per
+launch), doing what ``subprocess.run`` would for the command: signals Python ignores
+(``SIGPIPE``, ``SIGXFSZ``) back to their defaults, and no descriptor but stdin, stdout and
+stderr inherited, so the lock stays with this runner and never with the command's
+children.
 """
 
 import os
-import subprocess
+import signal
 import sys
+
+RESTORED_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
+"""Signals Python ignores at start-up that a command must get with their default action
+(``yes | head`` ends on SIGPIPE), as ``subprocess``'s ``restore_signals`` does."""
+
+
+def inherited_descriptors() -> list[int]:
+    """Open descriptors above stderr (the lock, and any the worker passed by mistake)."""
+    return [fd for fd in map(int, os.listdir("/proc/self/fd")) if fd > 2]
+
+
+def spawn(command: list[str]) -> int:
+    """Run ``command`` (looked up on ``PATH``) to its end; its exit code, ``-N`` for a
+    signal, as ``subprocess`` reports it."""
+    closing = [(os.POSIX_SPAWN_CLOSE, fd) for fd in inherited_descriptors()]
+    pid = os.posix_spawnp(
+        command[0], command, os.environ, file_actions=closing, setsigdef=RESTORED_SIGNALS
+    )
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
 def main(argv: list[str]) -> int:
@@ -20,7 +46,7 @@ def main(argv: list[str]) -> int:
         print("usage: detached_runner.py EXIT_FILE -- ARGV...", file=sys.stderr)
         return 2
     try:
-        code = subprocess.run(command, check=False).returncode
+        code = spawn(command)
     except OSError as error:
         print(f"canopy: cannot run {command[0]}: {error}", file=sys.stderr, flush=True)
         code = 127

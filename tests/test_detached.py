@@ -3,6 +3,8 @@ reported when lost, stopped past their deadline, killed only by a requested canc
 Run in Temporal's activity environment."""
 
 import asyncio
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -119,4 +121,27 @@ async def test_a_process_past_its_deadline_is_stopped(files: ProcessFiles, tmp_p
     ended = await asyncio.wait_for(attempt(files, "sleep 60", tmp_path, timeout_minutes=0.005), 30)
     assert ended.exit_code is None and ended.timed_out
     assert ended.problem == "ran longer than 0.005 minutes and was stopped"
-    assert not alive(int(files.started.read_text()))
+    # the kernel drops the lock before it marks the runner exited: a moment's race
+    runner = int(files.started.read_text())
+    await eventually(lambda: not alive(runner), "the runner to be gone", 5)
+
+
+async def test_a_child_left_behind_does_not_hold_the_process_open(
+    files: ProcessFiles, tmp_path: Path
+) -> None:
+    """Only the runner holds the lock: the command's children never inherit it, so the end
+    is seen when the command exits, whatever it left running."""
+    script = f"sleep 60 & echo $! > {tmp_path / 'left'}"
+    try:
+        ended = await asyncio.wait_for(attempt(files, script, tmp_path), timeout=30)
+        assert ended == ProcessEnd(0)
+    finally:
+        left = tmp_path / "left"
+        if left.exists():
+            os.kill(int(left.read_text()), signal.SIGKILL)
+
+
+async def test_a_command_gets_sigpipe_as_a_shell_would(files: ProcessFiles, tmp_path: Path) -> None:
+    """Python ignores SIGPIPE; the command must not: ``yes`` ends on it, silently."""
+    assert await attempt(files, "yes | head -1", tmp_path) == ProcessEnd(0)
+    assert files.output.read_text() == "y\n"
