@@ -386,18 +386,21 @@ def _closed_passage(db: Session, request: SpecClose) -> int | None:
 def open_launch(
     dispatch: NodeDispatch, guard: Callable[[str], WorktreeState]
 ) -> DispatchOutcome | int:
-    """Before a node runs: the node run an earlier attempt of this launch recorded; else
-    the dirty-tree guard (when asked, ``guard(workdir)``), the spec's claim and a new
-    node run record. The node run's id, or why the node does not launch."""
+    """Before a node runs: the node run an earlier attempt of this launch recorded; else,
+    unless the dirty-tree guard (when asked, ``guard(workdir)``) finds the tree dirty, the
+    spec's claim and a new node run record. The node run's id, or why the node does not
+    launch.
+
+    One transaction: the guard runs first, and its answer counts only for a launch not
+    recorded yet (a retried one finds the node's own edits in the tree).
+    """
+    state = guard(dispatch.workdir) if dispatch.guard else None
     with open_store().transaction() as db:
         recorded = _recorded_launch(db, dispatch.launch_key)
-    if recorded is not None:
-        return recorded
-    if dispatch.guard:
-        state = guard(dispatch.workdir)
-        if not state.clean:
+        if recorded is not None:
+            return recorded
+        if state is not None and not state.clean:
             return DispatchOutcome(dirty=state)
-    with open_store().transaction() as db:
         if _claim(db, dispatch.run_id, dispatch.spec) is None:
             return DispatchOutcome(taken=True)
         return _record_launch(

@@ -91,8 +91,11 @@ def a_dispatch(run_id: str, spec_id: str, launch_key: str, guard: bool = False) 
     )
 
 
+DIRTY = WorktreeState(dirty_paths=["scratch.txt"], dirty_count=1)
+
+
 def refuse_to_guard(workdir: str) -> WorktreeState:
-    raise AssertionError(f"a retried launch must not run the guard again ({workdir})")
+    raise AssertionError(f"a launch not asked to guard ran the guard ({workdir})")
 
 
 def passages(store: Store) -> list[tuple[str | None, str]]:
@@ -102,13 +105,13 @@ def passages(store: Store) -> list[tuple[str | None, str]]:
         return [(outcome, status) for outcome, status in rows]
 
 
-def test_a_retried_launch_finds_its_node_run_and_skips_the_guard(home_store: Store) -> None:
+def test_a_retried_launch_finds_its_node_run_whatever_the_tree(home_store: Store) -> None:
     run_id = a_run(home_store)
     (spec,) = make_specs(home_store, "alpha")
     first = open_launch(a_dispatch(run_id, spec, "wf/1", guard=True), lambda _: CLEAN)
     assert isinstance(first, int)
-    retried = open_launch(a_dispatch(run_id, spec, "wf/1", guard=True), refuse_to_guard)
-    assert retried == first, "the tree now holds the node's own edits: no second guard"
+    retried = open_launch(a_dispatch(run_id, spec, "wf/1", guard=True), lambda _: DIRTY)
+    assert retried == first, "the tree now holds the node's own edits: not a dirty start"
     assert node_runs(home_store) == 1
     assert passages(home_store) == [(None, "in_progress")]
 
@@ -116,9 +119,8 @@ def test_a_retried_launch_finds_its_node_run_and_skips_the_guard(home_store: Sto
 def test_a_dirty_tree_launches_nothing_and_claims_nothing(home_store: Store) -> None:
     run_id = a_run(home_store)
     (spec,) = make_specs(home_store, "alpha")
-    dirty = WorktreeState(dirty_paths=["scratch.txt"], dirty_count=1)
-    outcome = open_launch(a_dispatch(run_id, spec, "wf/1", guard=True), lambda _: dirty)
-    assert outcome == DispatchOutcome(dirty=dirty)
+    outcome = open_launch(a_dispatch(run_id, spec, "wf/1", guard=True), lambda _: DIRTY)
+    assert outcome == DispatchOutcome(dirty=DIRTY)
     assert (node_runs(home_store), passages(home_store)) == (0, [])
 
 
