@@ -35,7 +35,7 @@ from canopy.limits import DEFAULT_MAX_VISITS
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import open_store
 from canopy.store.models import Graph, GraphSpec, NodeRun, QueueMember, Run, RunSpec, Spec
-from canopy.store.run_records import set_run_status
+from canopy.store.run_records import IGNORED_SIGNALS, set_run_status
 from canopy.timefmt import utcnow
 from canopy.workdir import WorktreeState
 
@@ -234,7 +234,8 @@ def settle_run(run_id: str, status: str, blocker: dict[str, Any] | None, counts:
     """Write the run's and the graph's final status (and blocker) together.
 
     The summary carries the run's counts and, under ``held_elsewhere``, which of its specs
-    another run is still running, so a run that passed specs over says where they went.
+    another run is still running, so a run that passed specs over says where they went;
+    the signals it ignored (``ignored_signals``) stay.
     """
     with open_store().transaction() as db:
         run = set_run_status(db, run_id, status, blocker)
@@ -243,6 +244,9 @@ def settle_run(run_id: str, status: str, blocker: dict[str, Any] | None, counts:
         held = _held_elsewhere(db, run, _scope(db, run))
         if held:
             summary["held_elsewhere"] = list(held.values())
+        ignored = (run.summary or {}).get(IGNORED_SIGNALS)
+        if ignored:
+            summary[IGNORED_SIGNALS] = ignored
         run.summary = summary
 
 

@@ -8,11 +8,13 @@ from typing import Any
 from sqlalchemy import select
 from temporalio import activity
 
-from canopy.contracts.graph_run import NextSpec
+from canopy.contracts.graph_run import IgnoredSignalRecord, NextSpec
+from canopy.ops.notifications import notify
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import open_store
 from canopy.store.models import Graph, NodeRun, QueueMember, Run, RunSpec, Spec
-from canopy.store.run_records import reset_graph_record, set_run_status
+from canopy.store.run_records import IGNORED_SIGNALS, reset_graph_record, set_run_status
+from canopy.timefmt import to_iso
 
 
 def _set_status(run_id: str, status: str, blocker: dict[str, Any] | None) -> None:
@@ -103,6 +105,28 @@ def group_session(run_id: str, group: str, node: str, platform: str) -> str | No
     return found
 
 
+@activity.defn
+def record_ignored_signal(ignored: IgnoredSignalRecord) -> None:
+    """Keep a signal the run ignored where the user looks: in the run's summary
+    (``ignored_signals``, in ``graph info`` and ``graph get``) and as a notification.
+    A retried attempt finds its entry and writes nothing more."""
+    entry = {"signal": ignored.signal, "reason": ignored.reason, "at": to_iso(ignored.at)}
+    with open_store().transaction() as db:
+        run = db.get_one(Run, ignored.run_id)
+        summary = dict(run.summary or {})
+        kept = list(summary.get(IGNORED_SIGNALS, []))
+        if entry in kept:
+            return
+        summary[IGNORED_SIGNALS] = [*kept, entry]
+        run.summary = summary
+        graph = db.get_one(Graph, run.graph_id)
+        notify(
+            db,
+            "signal_ignored",
+            f"graph {graph.name}: run {run.id} ignored signal {ignored.signal}: {ignored.reason}",
+        )
+
+
 ALL: list[Callable[..., Any]] = [
     pause_run,
     resume_run,
@@ -111,4 +135,5 @@ ALL: list[Callable[..., Any]] = [
     allows_dirty_start,
     spec_for_run,
     group_session,
+    record_ignored_signal,
 ]

@@ -18,6 +18,7 @@ Between specs the dirty-tree guard runs (in the next node's activity); a dirty t
 (graph stays ``running``). A spec another run claimed first is passed over.
 """
 
+import asyncio
 from datetime import timedelta
 from typing import Any, cast
 
@@ -73,11 +74,15 @@ class GraphRun(GraphRunCore):
         """Node launches so far in this execution: with its run id, a launch's key."""
         self._guard_first_launch = False
         """Whether the next launch runs the dirty-tree guard (a spec's first, after a boundary)."""
+        self._recording: asyncio.Task[None] | None = None
+        """The task recording ignored signals (held so it is not collected)."""
+        self._ignored_recorded = 0
 
     @workflow.run
     async def run(self, start: RunInput) -> str:
         """Run every runnable spec, then settle ``completed`` or ``failed``."""
         self._status = RunStatus(run_id=start.run_id, counts=start.counts.model_copy())
+        self._recording = asyncio.create_task(self._record_ignored())
         counts = self._status.counts
         specs_this_execution = 0
         # a fresh run passed the launch guard; a continued one is between two specs
@@ -133,8 +138,16 @@ class GraphRun(GraphRunCore):
                     start.model_copy(update={"counts": counts, "continued": True})
                 )
         await self._bookkeeping(run_state.reset_run, start.run_id)
-        workflow.set_current_details("reset")
+        self._set_details("reset")
         return "reset"
+
+    async def _record_ignored(self) -> None:
+        """Record each signal the run ignored (see :meth:`control`), as it comes."""
+        while True:
+            await workflow.wait_condition(lambda: len(self._ignored) > self._ignored_recorded)
+            ignored = self._ignored[self._ignored_recorded]
+            await self._bookkeeping(run_state.record_ignored_signal, ignored)
+            self._ignored_recorded += 1
 
     async def _run_spec(
         self,

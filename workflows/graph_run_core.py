@@ -8,26 +8,35 @@ the specs; ``GraphRunV2`` (:mod:`canopy.workflows.graph_run`) is the one runs st
 """
 
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
     from canopy.activities import bookkeeping, hooks, run_state, worktree
     from canopy.contracts.graph_run import (
+        SIGNAL_CONTINUE,
+        SIGNAL_PAUSE,
+        SIGNAL_RESET,
+        SIGNAL_SKIP_NEXT_SPEC,
+        SIGNAL_STOP,
         Ahead,
         ContinueRequest,
         HookFiring,
+        IgnoredSignal,
+        IgnoredSignalRecord,
         NextSpec,
         NodeResult,
         NodeStep,
         RunInput,
         RunStatus,
         node_timeout_minutes,
+        read_control,
     )
     from canopy.graphs.hooks import HookEvent
     from canopy.graphs.model import AgentConfig, AgentNode, CommandNode, EnsembleNode
@@ -105,36 +114,71 @@ class GraphRunCore:
         self._parks = 0
         self._limited_until: dict[str, datetime] = {}
         """Platforms that reported a usage limit, and when it resets (ensemble failover)."""
+        self._details = ""
+        self._ignored: list[IgnoredSignalRecord] = []
+        """Signals the run did not act on, oldest first (see :meth:`control`)."""
 
     @workflow.query(name="status")
     def status(self) -> RunStatus:
         """Current spec and node, node run in flight, scheduled resume, counts."""
         return self._status
 
-    @workflow.signal(name="continue_run")
-    def continue_run(self, request: ContinueRequest) -> None:
-        """Go on from a pause, as ``request.mode`` says."""
-        self._continue = request
+    @workflow.signal(dynamic=True)
+    def control(self, name: str, inputs: Sequence[RawValue]) -> None:
+        """Every signal, by name (``continue_run``, ``skip_next_spec``, ``pause``, ``stop``,
+        ``reset``; see :func:`read_control`).
 
-    @workflow.signal(name="skip_next_spec")
-    def skip_next_spec(self) -> None:
-        """Go on from a pause, marking the next spec skipped."""
-        self._continue = ContinueRequest(mode="skip_next_spec")
+        One dynamic handler so that no signal can fail a workflow task: a named handler's
+        input is decoded before it is called, and a signal whose input does not fit (none
+        where one is required, a wrong shape, a name nobody handles) failed every task
+        from then on, wedging the run. Here anything that does not fit is ignored, shown
+        in the run's details and kept for :meth:`_record_ignored`, and the next valid
+        signal steers the run as usual.
+        """
+        try:
+            converter = workflow.payload_converter()
+            decoded = [converter.from_payload(value.payload) for value in inputs]
+        except Exception as error:  # whatever the payload, the task must not fail
+            message = str(error.args[0]) if error.args else type(error).__name__
+            why = (message.splitlines() or [""])[0][:200]
+            self._ignore(name, f"{name}: its input could not be decoded ({why})")
+            return
+        try:
+            request = read_control(name, decoded)
+        except IgnoredSignal as ignored:
+            self._ignore(name, str(ignored))
+            return
+        if name == SIGNAL_CONTINUE:
+            self._continue = request
+        elif name == SIGNAL_SKIP_NEXT_SPEC:
+            self._continue = ContinueRequest(mode="skip_next_spec")
+        elif name == SIGNAL_PAUSE:
+            self._pause_requested = True  # at the next spec boundary
+        elif name == SIGNAL_STOP:
+            self._stop_requested = True  # cancel the node in flight, then pause
+        elif name == SIGNAL_RESET:
+            self._reset_requested = True  # end the run: graph idle, bound specs reopened
 
-    @workflow.signal(name="pause")
-    def pause(self) -> None:
-        """Pause at the next spec boundary."""
-        self._pause_requested = True
+    def _ignore(self, name: str, reason: str) -> None:
+        """Keep an ignored signal: in the run's details now, in the store soon."""
+        workflow.logger.warning("ignored signal %s: %s", name, reason)
+        self._ignored.append(
+            IgnoredSignalRecord(
+                run_id=self._status.run_id,
+                signal=name[:100],
+                reason=reason,
+                at=workflow.now(),
+            )
+        )
+        self._set_details(self._details)
 
-    @workflow.signal(name="stop")
-    def stop(self) -> None:
-        """Cancel the node in flight, mark its spec interrupted, and pause."""
-        self._stop_requested = True
-
-    @workflow.signal(name="reset")
-    def reset(self) -> None:
-        """End the run: graph idle, blocker cleared, bound specs reopened."""
-        self._reset_requested = True
+    def _set_details(self, details: str) -> None:
+        """The run's current details in the Temporal UI, with the last ignored signal."""
+        self._details = details
+        if self._ignored:
+            last = self._ignored[-1]
+            details += f"\n\nignored signal {last.signal} at {last.at.isoformat()}: {last.reason}"
+        workflow.set_current_details(details)
 
     async def _after(self, start: RunInput, spec: NextSpec, end: SpecEnd) -> Plan:
         """The plan after a spec's outcome: usage-limit waits, stops, or the next spec."""
@@ -171,7 +215,7 @@ class GraphRunCore:
         self._stop_requested = False
         self._continue = None  # only a continue sent while paused resumes this pause
         self._status.waiting_for = f"continue ({blocker['kind']})"
-        workflow.set_current_details(f"paused: {blocker['message']}")
+        self._set_details(f"paused: {blocker['message']}")
         await self._bookkeeping(run_state.pause_run, start.run_id, blocker)
         if not self._parked:  # a re-check that stays paused is the same pause
             self._parked = True
@@ -236,7 +280,7 @@ class GraphRunCore:
         """
         self._status.scheduled_resume_at = resume_at
         self._status.waiting_for = "usage limit reset"
-        workflow.set_current_details(f"usage limit: resuming at {resume_at.isoformat()}")
+        self._set_details(f"usage limit: resuming at {resume_at.isoformat()}")
         await self._bookkeeping(run_state.schedule_resume, start.run_id, resume_at)
         delay = max(resume_at - workflow.now(), timedelta(seconds=1))
         with contextlib.suppress(TimeoutError):
@@ -322,7 +366,7 @@ class GraphRunCore:
         await self._bookkeeping(
             bookkeeping.settle_run, start.run_id, status, blocker, self._status.counts
         )
-        workflow.set_current_details(f"settled {status}")
+        self._set_details(f"settled {status}")
         if status == "completed" and self._status.counts.completed > 0:
             await self._fire(start, "on_completed", "settled")
         elif status == "failed" and blocker is not None:
@@ -370,7 +414,7 @@ class GraphRunCore:
         self._status.node_run_id = node_run_id
         if spec is not None:
             where = f" · node {node}" if node else ""
-            workflow.set_current_details(f"spec {spec.name} ({spec.spec_id}){where}")
+            self._set_details(f"spec {spec.name} ({spec.spec_id}){where}")
 
     async def _await_node(self, handle: workflow.ActivityHandle[T]) -> tuple[T | NodeResult, bool]:
         """The node activity's value, or the result its error amounts to; and whether a

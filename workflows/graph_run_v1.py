@@ -87,7 +87,7 @@ class LegacyGraphRun(GraphRunCore):
                     start.model_copy(update={"counts": counts, "continued": True})
                 )
         await self._bookkeeping(run_state.reset_run, start.run_id)
-        workflow.set_current_details("reset")
+        self._set_details("reset")
         return "reset"
 
     async def _boundary(self, start: RunInput, plan: Plan) -> Plan:

@@ -4,11 +4,12 @@ Small on purpose: ids, names, paths and outcomes — never agent output (that go
 files under the data dir). Pydantic models, carried by the pydantic data converter.
 """
 
+import json
 import math
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from canopy.graphs.hooks import HookEvent
 from canopy.graphs.model import AgentConfig, AgentNode, EnsembleNode, Node
@@ -263,6 +264,8 @@ class ContinueRequest(BaseModel):
     the first) without the guard; ``skip_next_spec`` marks the next spec skipped.
     """
 
+    model_config = ConfigDict(extra="forbid")
+
     mode: ContinueMode = "recheck"
     node: str | None = None
     spec_id: str | None = None
@@ -274,6 +277,59 @@ SIGNAL_PAUSE = "pause"
 SIGNAL_STOP = "stop"
 SIGNAL_RESET = "reset"
 QUERY_STATUS = "status"
+CONTROL_SIGNALS = (SIGNAL_CONTINUE, SIGNAL_SKIP_NEXT_SPEC, SIGNAL_PAUSE, SIGNAL_STOP, SIGNAL_RESET)
+"""Every signal a graph run takes; anything else sent to it is ignored, and recorded."""
+
+
+class IgnoredSignal(ValueError):
+    """A control signal the run did not act on, with the one-line reason."""
+
+
+def read_control(name: str, inputs: list[Any]) -> ContinueRequest | None:
+    """What control signal ``name`` with its decoded ``inputs`` asks for: the continue
+    request for ``continue_run`` (no input, or ``null``, means every default), ``None``
+    for the signals that take no input (none, ``null`` or ``{}`` is accepted).
+
+    Raises :class:`IgnoredSignal` naming what was wrong: an unknown signal, more than one
+    input, input where none is taken, or a continue request that does not validate.
+    """
+    if name not in CONTROL_SIGNALS:
+        known = ", ".join(CONTROL_SIGNALS)
+        raise IgnoredSignal(f"unknown signal {name!r} (a graph run takes {known})")
+    if len(inputs) > 1:
+        raise IgnoredSignal(f"{name} takes at most one input, got {len(inputs)}")
+    value = inputs[0] if inputs else None
+    if name != SIGNAL_CONTINUE:
+        if value not in (None, {}):
+            raise IgnoredSignal(f"{name} takes no input, got {_shown(value)}")
+        return None
+    if value is None:
+        return ContinueRequest()
+    if not isinstance(value, dict):
+        raise IgnoredSignal(
+            f'{name} takes an object like {{"mode": "recheck"}}, got {_shown(value)}'
+        )
+    try:
+        return ContinueRequest.model_validate(value)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "input"
+        raise IgnoredSignal(f"{name}: {where}: {first['msg']}") from None
+
+
+def _shown(value: Any) -> str:
+    """A short, one-line rendering of a rejected input."""
+    text = json.dumps(value, ensure_ascii=True, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class IgnoredSignalRecord(BaseModel):
+    """An ignored control signal, to record on the run and as a notification."""
+
+    run_id: str
+    signal: str
+    reason: str
+    at: datetime
 
 
 class HookFiring(BaseModel):

@@ -9,6 +9,10 @@ from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.models import Graph, GraphSpec, NodeRun, Run, RunSpec, Spec
 from canopy.timefmt import utcnow
 
+IGNORED_SIGNALS = "ignored_signals"
+"""The key of a run's summary listing the signals it ignored (``signal``, ``reason``,
+``at``), oldest first."""
+
 
 def lock_graph(db: Session, graph_id: str) -> None:
     """Take the graph row's write lock for the rest of the transaction.
