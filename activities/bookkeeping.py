@@ -255,7 +255,8 @@ def queue_settlement(run_id: str) -> dict[str, Any] | None:
     """For a drained queue run: ``None`` if every member completed, was skipped or is held
     by another active run, else the blocker naming the members that did not complete
     (DESIGN §6.6). A member another run holds is not this run's failure; the blocker
-    names the run that has it."""
+    names the run that has it. Its ``node`` is the node that ended the first failed
+    member (``{{node}}`` of ``on_failed``)."""
     with open_store().transaction() as db:
         run = db.get_one(Run, run_id)
         rows = db.execute(
@@ -265,11 +266,13 @@ def queue_settlement(run_id: str) -> dict[str, Any] | None:
             .order_by(QueueMember.position)
         ).all()
         held = _held_elsewhere(db, run, [spec_id for spec_id, _, _ in rows])
-    unfinished = [
-        (spec_id, name, status)
-        for spec_id, name, status in rows
-        if status not in ("completed", "skipped") and spec_id not in held
-    ]
+        unfinished = [
+            (spec_id, name, status)
+            for spec_id, name, status in rows
+            if status not in ("completed", "skipped") and spec_id not in held
+        ]
+        failed = [spec_id for spec_id, _, status in unfinished if status == "failed"]
+        node = _ended_node(db, failed[0]) if failed else None
     if not unfinished:
         return None
     names = ", ".join(f"{name} ({spec_id}: {status})" for spec_id, name, status in unfinished)
@@ -279,9 +282,21 @@ def queue_settlement(run_id: str) -> dict[str, Any] | None:
         "message": f"{len(unfinished)} queue member(s) did not complete: {names}{elsewhere}",
         "failed_specs": [spec_id for spec_id, _, _ in unfinished],
     }
+    if node is not None:
+        blocker["node"] = node
     if held:
         blocker["held_elsewhere"] = list(held.values())
     return blocker
+
+
+def _ended_node(db: Session, spec_id: str) -> str | None:
+    """The node at which the spec's latest failed passage ended."""
+    return db.scalar(
+        select(RunSpec.ended_node)
+        .where(RunSpec.spec_id == spec_id, RunSpec.outcome == "failed")
+        .order_by(RunSpec.id.desc())
+        .limit(1)
+    )
 
 
 def _scope(db: Session, run: Run) -> list[str]:

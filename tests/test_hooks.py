@@ -245,6 +245,35 @@ async def test_on_blocked_fires_for_a_pause_with_the_blocker(
     assert message.endswith("(none)")
 
 
+async def test_node_names_where_a_blocked_or_failed_queue_run_stands(
+    serving: Client, store: Store, repo: Path, log: Path
+) -> None:
+    """``{{node}}`` of ``on_blocked`` is the node the next spec would start at; of a queue
+    run's ``on_failed``, the node that ended the failed member."""
+    a, b, c = make_specs(store, "alpha", "beta", "gamma")
+    queue = queues.queue_create(store, "q")["id"]
+    for spec_id in (a, b, c):
+        queues.queue_add_spec(store, queue, spec_id)
+    dirty_after_a = {"name": "prep", "command": f"test {{{{spec_id}}}} != {a} || touch scratch"}
+    fail_b = {"name": "check", "command": f"test {{{{spec_id}}}} != {b}"}
+    graph = make_graph(store, repo, [dirty_after_a, fail_b])
+    set_hooks(
+        store,
+        graph,
+        {
+            "on_blocked": [echo(log, "blocked {{node}}")],
+            "on_failed": [echo(log, "failed {{node}}")],
+        },
+    )
+    started = await runs.graph_run(store, graph, queue=queue)
+    await eventually(lambda: file_lines(log), "the dirty tree's on_blocked hook")
+    (repo / "scratch").unlink()
+    await control.graph_continue(store, graph)
+    handle = serving.get_workflow_handle(started["workflow_id"])
+    assert await asyncio.wait_for(handle.result(), TIMEOUT) == "failed"
+    assert file_lines(log) == ["blocked prep", "failed check"]
+
+
 async def test_agent_and_interactive_hooks(
     serving: Client, store: Store, repo: Path, record: Path
 ) -> None:

@@ -26,9 +26,14 @@ def _spec_ref(spec: NextSpec) -> dict[str, str]:
 
 
 def dirty_tree(
-    graph_name: str, workdir: str, state: WorktreeState, upcoming: NextSpec
+    graph_name: str,
+    workdir: str,
+    state: WorktreeState,
+    upcoming: NextSpec,
+    node: str | None = None,
 ) -> dict[str, Any]:
-    """The guard between specs refused a dirty tree (DESIGN §6.4)."""
+    """The guard between specs refused a dirty tree (DESIGN §6.4); ``node`` is the node
+    the spec would have started at (``{{node}}`` of ``on_blocked``)."""
     graph = shlex.quote(graph_name)
     return {
         "kind": "dirty_tree",
@@ -40,6 +45,7 @@ def dirty_tree(
         "dirty_paths": state.dirty_paths,
         "dirty_count": state.dirty_count,
         "next_spec": _spec_ref(upcoming),
+        **_at(node),
         "ways_out": [
             f"run the next spec anyway: canopy graph continue {graph} --mode run_from_node",
             f"clean the tree by hand, then skip the next spec: canopy graph continue {graph} "
@@ -51,15 +57,22 @@ def dirty_tree(
     }
 
 
-def paused(graph_name: str, upcoming: NextSpec) -> dict[str, Any]:
-    """``graph pause`` landed at a spec boundary."""
+def paused(graph_name: str, upcoming: NextSpec, node: str | None = None) -> dict[str, Any]:
+    """``graph pause`` landed at a spec boundary; ``node`` is the node the spec would have
+    started at."""
     graph = shlex.quote(graph_name)
     return {
         "kind": "paused",
         "message": f"paused on request before spec {upcoming.name} ({upcoming.spec_id})",
         "next_spec": _spec_ref(upcoming),
+        **_at(node),
         "ways_out": [f"canopy graph continue {graph}"],
     }
+
+
+def _at(node: str | None) -> dict[str, str]:
+    """The blocker's ``node`` when it is known (runs of the legacy type do not say)."""
+    return {} if node is None else {"node": node}
 
 
 def stopped(graph_name: str, spec: NextSpec, node: str | None) -> dict[str, Any]:

@@ -95,9 +95,10 @@ class GraphRun(GraphRunCore):
             spec = ahead.spec
             if spec is None:
                 return await self._settle_drained(start)
+            starts_at = ahead.step.name if ahead.step else plan.node  # {{node}} of a block
             if self._pause_requested:
                 self._pause_requested = False
-                await self._park(start, blockers.paused(start.graph_name, spec))
+                await self._park(start, blockers.paused(start.graph_name, spec, starts_at))
                 plan, ahead = await self._wait_for_continue(start, spec, None), None
                 continue
             read_ahead = not continue_as_new_due(start, specs_this_execution + 1)
@@ -114,7 +115,9 @@ class GraphRun(GraphRunCore):
                 continue
             if end.outcome == DIRTY:
                 assert end.dirty is not None
-                blocker = blockers.dirty_tree(start.graph_name, start.workdir, end.dirty, spec)
+                blocker = blockers.dirty_tree(
+                    start.graph_name, start.workdir, end.dirty, spec, starts_at
+                )
                 await self._park(start, blocker)
                 plan = await self._wait_for_continue(start, spec, plan.node, plan.harness_session)
                 continue
