@@ -321,7 +321,7 @@ def _graph_info(rows: Rows, _options: Options, positionals: list[str], as_json: 
     from canopy.ops.graph_info import stored_graph_info
 
     info = stored_graph_info(rows, positionals[0])
-    if info.status == "running":  # only then is the full operation's Temporal check needed
+    if info.asks_temporal():  # only then is the full operation's Temporal check needed
         from canopy.ops.graphs import with_consistency_warning
 
         info = with_consistency_warning(info)

@@ -30,6 +30,7 @@ from canopy.store.engine import Store
 from canopy.store.models import Graph, Run, Spec
 from canopy.temporal import client as temporal_client
 from canopy.timefmt import utcnow
+from canopy.workflows.graph_run_core import GraphRunCore
 from tests.cli_helpers import run_canopy
 from tests.conftest import make_specs, snapshot
 from tests.engine import eventually, make_graph, node_run_of, running_workers
@@ -487,3 +488,69 @@ async def test_a_run_no_worker_answers_for_is_flagged_as_unchecked(
         )
     finally:
         await client.get_workflow_handle(workflow_id).terminate("test over")
+
+
+@server
+async def test_a_workflow_whose_task_keeps_failing_is_reported_not_blamed_on_workers(
+    serving: Client,
+    home_store: Store,
+    repo: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker polls, but every workflow task of the run fails (here: code the workflow
+    calls raises): ``graph info`` names the error and a control command says so, instead
+    of "no worker is serving"."""
+    store = home_store
+    alpha, beta = make_specs(store, "alpha", "beta")
+    gate = tmp_path / "gate"
+    hold = {"name": "hold", "command": f"while [ ! -e {gate} ]; do sleep 0.05; done"}
+    graph = make_graph(store, repo, [hold], specs=[alpha, beta])
+    started = await runs.graph_run(store, graph)
+    await node_running(store, graph, alpha)
+
+    async def broken(*_args: object) -> None:
+        raise RuntimeError("boom in the workflow")
+
+    monkeypatch.setattr(GraphRunCore, "_park", broken)  # passed through into the sandbox
+    await control.graph_pause(store, graph, wait=0)
+    gate.touch()  # alpha ends; parking before beta now fails every workflow task
+
+    async def warning() -> str | None:
+        return (await graphs.graph_info_async(store, graph)).consistency_warning
+
+    found = await eventually(warning, "the consistency warning", WAIT)
+    failing = f"workflow {started['workflow_id']} fails its workflow task at every attempt"
+    assert found.startswith(f"graph build is running in the store, but its {failing} (attempt ")
+    assert found.endswith(
+        "): boom in the workflow; it moves again once a worker can run it (fix or upgrade "
+        "the worker), or reset it: canopy graph reset build"
+    )
+    result = await control.graph_stop(store, graph, wait=0)
+    assert result["note"].startswith(f"signal queued, but {failing}")
+    assert "no worker" not in result["note"]
+    await serving.get_workflow_handle(started["workflow_id"]).terminate("test over")
+
+
+@server
+async def test_a_paused_graph_whose_workflow_is_gone_is_warned_about(
+    serving: Client, home_store: Store, repo: Path, tmp_path: Path
+) -> None:
+    """A pause that nothing can end any more (the workflow was terminated behind Canopy's
+    back) is no longer a quiet ``paused``."""
+    store = home_store
+    alpha, beta = make_specs(store, "alpha", "beta")
+    gate = tmp_path / "gate"
+    hold = {"name": "hold", "command": f"while [ ! -e {gate} ]; do sleep 0.05; done"}
+    graph = make_graph(store, repo, [hold], specs=[alpha, beta])
+    started = await runs.graph_run(store, graph)
+    await node_running(store, graph, alpha)
+    await control.graph_pause(store, graph, wait=0)
+    gate.touch()
+    assert (await runs.wait_until_settled(store, graph, WAIT))["status"] == "paused"
+    assert (await graphs.graph_info_async(store, graph)).consistency_warning is None
+    await serving.get_workflow_handle(started["workflow_id"]).terminate("behind canopy's back")
+    assert (await graphs.graph_info_async(store, graph)).consistency_warning == (
+        f"graph build is paused in the store, but its workflow {started['workflow_id']} is "
+        "terminated in Temporal; nothing will move it on: reset it: canopy graph reset build"
+    )

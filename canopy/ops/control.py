@@ -65,6 +65,8 @@ POLLER_FRESH_SECONDS = 75.0
 server lists a gone poller for 5 minutes; older sightings do not count as a worker."""
 CONNECT_TIMEOUT_SECONDS = 5.0
 QUERY_TIMEOUT_SECONDS = 3.0
+FAILURE_SEARCH_EVENTS = 50
+"""How far back from a history's end a failing workflow task's error is looked for."""
 """Bound on the ``status`` query: with no worker up it would otherwise wait a long time."""
 RESAMPLE_SECONDS = 0.5
 """Pause between two ``status`` samples, so a run caught between two activities (a few
@@ -376,7 +378,14 @@ async def _await_store(
 
 
 async def _late_note(client: Client, handle: WorkflowHandle[Any, Any], late: str) -> str:
-    """Why the store has not changed yet: no worker at all, or the expected delay."""
+    """Why the store has not changed yet: a workflow whose task keeps failing, no worker
+    at all, or the expected delay."""
+    failing = await _failing_task(client, handle)
+    if failing is not None:
+        return (
+            f"signal queued, but workflow {handle.id} {failing}; it takes effect once a "
+            "worker can run it"
+        )
     queue = await _unserved_task_queue(client, handle)
     if queue is None:
         return late
@@ -403,6 +412,38 @@ async def _unserved_task_queue(client: Client, handle: WorkflowHandle[Any, Any])
             return description.task_queue
     except RPCError:
         return None
+    return None
+
+
+async def _failing_task(client: Client, handle: WorkflowHandle[Any, Any]) -> str | None:
+    """How the workflow's task keeps failing (``fails its workflow task at every attempt
+    (attempt N): <error>``), or ``None``: a task on its second attempt or later, with
+    the error of the latest failure from the history's end."""
+    from temporalio.api.common.v1 import WorkflowExecution
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
+    from temporalio.service import RPCError
+
+    try:
+        raw = (await handle.describe()).raw_description
+        if not raw.HasField("pending_workflow_task") or raw.pending_workflow_task.attempt < 2:
+            return None
+        response = await client.workflow_service.get_workflow_execution_history_reverse(
+            GetWorkflowExecutionHistoryReverseRequest(
+                namespace=client.namespace,
+                execution=WorkflowExecution(workflow_id=handle.id),
+                maximum_page_size=FAILURE_SEARCH_EVENTS,
+            )
+        )
+    except RPCError:
+        return None
+    attempt = raw.pending_workflow_task.attempt
+    failed = EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    for event in response.history.events:
+        if event.event_type == failed:
+            failure = event.workflow_task_failed_event_attributes.failure
+            message = (failure.message.splitlines() or ["(no message)"])[0][:300]
+            return f"fails its workflow task at every attempt (attempt {attempt}): {message}"
     return None
 
 
@@ -467,17 +508,19 @@ def _reset_in_store(store: Store, state: GraphState, note: str | None) -> dict[s
 
 
 async def consistency_warning(info: GraphInfo) -> str | None:
-    """Why a graph the store calls ``running`` is not really moving, or ``None`` (§6.7).
+    """Why a graph the store calls ``running`` or ``paused`` cannot move, or ``None``
+    (§6.7).
 
-    Checked in order: the workflow must exist and be
-    running (a terminated or lost workflow will never move the run on); then a node run
-    in progress or a scheduled resume in the store means all is well; otherwise the
-    workflow's ``status`` query must show a node run in flight or a scheduled resume. A
+    Checked in order: the workflow must exist and be running (a terminated or lost
+    workflow will never move the run on), and its workflow task must not keep failing
+    (a wedged run takes no signal either). For a running graph then: a node run in
+    progress or a scheduled resume in the store means all is well; otherwise the
+    workflow's ``status`` query must show a node in flight or a scheduled resume. A
     resume counts as scheduled when either the store column or the query reports one.
     """
-    if info.status != "running":
+    if not info.asks_temporal():
         return None
-    ahead = f"graph {info.name} is running in the store, but"
+    ahead = f"graph {info.name} is {info.status} in the store, but"
     reset = f"reset it: canopy graph reset {shlex.quote(info.name)}"
     run = info.active_run
     if run is None or run.workflow_id is None:
@@ -489,16 +532,22 @@ async def consistency_warning(info: GraphInfo) -> str | None:
     handle = client.get_workflow_handle(run.workflow_id)
     gone = await _workflow_gone(handle)
     if gone is not None:
-        return gone_warning(info.name, run.workflow_id, gone)
-    if _store_shows_progress(info, run.id):
+        return gone_warning(info.name, info.status, run.workflow_id, gone)
+    failing = await _failing_task(client, handle)
+    if failing is not None:
+        return (
+            f"{ahead} its workflow {run.workflow_id} {failing}; it moves again once a worker "
+            f"can run it (fix or upgrade the worker), or {reset}"
+        )
+    if info.status == "paused" or _store_shows_progress(info, run.id):
         return None
     return await _query_warning(handle, ahead, run.workflow_id)
 
 
-def gone_warning(name: str, workflow_id: str, gone: str) -> str:
-    """The warning for a graph whose workflow is gone while the store says running."""
+def gone_warning(name: str, status: str, workflow_id: str, gone: str) -> str:
+    """The warning for a graph whose workflow is gone while the store says it runs."""
     return (
-        f"graph {name} is running in the store, but its workflow {workflow_id} {gone}; "
+        f"graph {name} is {status} in the store, but its workflow {workflow_id} {gone}; "
         f"nothing will move it on: reset it: canopy graph reset {shlex.quote(name)}"
     )
 

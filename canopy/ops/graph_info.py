@@ -141,7 +141,8 @@ class QueueProgress(BaseModel):
 
 class GraphInfo(BaseModel):
     """One graph: definition, bound specs, run record and, for a graph the store calls
-    running, the ``consistency_warning`` checked against Temporal (None otherwise)."""
+    running or paused, the ``consistency_warning`` checked against Temporal (None
+    otherwise)."""
 
     id: str
     name: str
@@ -165,6 +166,11 @@ class GraphInfo(BaseModel):
     consistency_warning: str | None
     created_at: str | None
     updated_at: str | None
+
+    def asks_temporal(self) -> bool:
+        """Whether its consistency is checked against Temporal: a graph the store calls
+        running or paused has a run whose workflow must be alive and able to move."""
+        return self.status in ("running", "paused")
 
     def as_json(self) -> dict[str, Any]:
         """The JSON form: every field, and the stored parts with exactly their stored keys."""

@@ -78,18 +78,18 @@ def graph_list(store: Store) -> list[dict[str, Any]]:
 def graph_info(store: Store, graph: str) -> GraphInfo:
     """One graph: its definition, bound specs and run record (``graph info``).
 
-    For a graph the store calls ``running``, ``consistency_warning`` is computed against
-    Temporal on every call (DESIGN §6.7), which blocks for a moment; async callers use
-    :func:`graph_info_async`. Other graphs are answered from the store alone, without
-    loading the Temporal SDK.
+    For a graph the store calls ``running`` or ``paused``, ``consistency_warning`` is
+    computed against Temporal on every call (DESIGN §6.7), which blocks for a moment;
+    async callers use :func:`graph_info_async`. Other graphs are answered from the store
+    alone, without loading the Temporal SDK.
     """
     return with_consistency_warning(stored_graph_info(store, graph))
 
 
 def with_consistency_warning(info: GraphInfo) -> GraphInfo:
-    """``info`` with its ``consistency_warning`` when the store calls the graph running
-    (asking Temporal, blocking); other graphs are returned as they are."""
-    if info.status == "running":
+    """``info`` with its ``consistency_warning`` when the store calls the graph running or
+    paused (asking Temporal, blocking); other graphs are returned as they are."""
+    if info.asks_temporal():
         from canopy.ops import control
 
         info.consistency_warning = control.run_blocking(control.consistency_warning(info))
@@ -99,7 +99,7 @@ def with_consistency_warning(info: GraphInfo) -> GraphInfo:
 async def graph_info_async(store: Store, graph: str) -> GraphInfo:
     """:func:`graph_info` for callers inside an event loop (MCP, tests with a worker)."""
     info = stored_graph_info(store, graph)
-    if info.status == "running":
+    if info.asks_temporal():
         from canopy.ops import control
 
         info.consistency_warning = await control.consistency_warning(info)

@@ -438,7 +438,7 @@ async def _refuse_if_workflow_gone(store: Store, graph_id: str) -> None:
         return
     status, _, name = _graph_state(store, graph_id)  # it may have settled meanwhile
     if status == "running" and latest is not None:
-        raise Refused(control.gone_warning(name, latest, gone))
+        raise Refused(control.gone_warning(name, status, latest, gone))
 
 
 def _latest_workflow_id(store: Store, graph_id: str) -> str | None:
