@@ -12,7 +12,7 @@ over, and at settle time a spec another active run holds is named, never blamed.
 from collections.abc import Callable
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, null, select, update
+from sqlalchemy import CursorResult, Select, func, null, select, update
 from sqlalchemy.orm import Session
 from temporalio import activity
 
@@ -48,6 +48,20 @@ def next_spec(run_id: str) -> NextSpec | None:
     """
     with open_store().transaction() as db:
         return _next_spec(db, run_id)
+
+
+def _pending_count(db: Session, run_id: str) -> int:
+    """How many specs of the run's scope (queue members, else bound specs) are pending."""
+    run = db.get_one(Run, run_id)
+    scope = _scope_query(run)
+    return (
+        db.scalar(
+            select(func.count())
+            .select_from(Spec)
+            .where(Spec.id.in_(scope), Spec.status == "pending")
+        )
+        or 0
+    )
 
 
 def _next_spec(db: Session, run_id: str) -> NextSpec | None:
@@ -301,11 +315,13 @@ def _ended_node(db: Session, spec_id: str) -> str | None:
 
 def _scope(db: Session, run: Run) -> list[str]:
     """The specs a run drains: its queue's members, else its graph's bound specs."""
+    return list(db.scalars(_scope_query(run)))
+
+
+def _scope_query(run: Run) -> Select[str]:
     if run.queue_id is not None:
-        query = select(QueueMember.spec_id).where(QueueMember.queue_id == run.queue_id)
-    else:
-        query = select(GraphSpec.spec_id).where(GraphSpec.graph_id == run.graph_id)
-    return list(db.scalars(query))
+        return select(QueueMember.spec_id).where(QueueMember.queue_id == run.queue_id)
+    return select(GraphSpec.spec_id).where(GraphSpec.graph_id == run.graph_id)
 
 
 def _held_elsewhere(db: Session, run: Run, spec_ids: list[str]) -> dict[str, str]:
@@ -348,12 +364,13 @@ def _ahead(
 ) -> Ahead:
     upcoming = spec or _next_spec(db, run_id)
     if upcoming is None:
-        return Ahead()
+        return Ahead(pending=0)
     graph = db.get_one(Graph, graph_id)
     return Ahead(
         spec=upcoming,
         step=_load_node(graph, node),
         allow_dirty_start=graph.allow_dirty_start,
+        pending=_pending_count(db, run_id),
     )
 
 

@@ -91,6 +91,8 @@ def up(
         server, worker = info["server"], info["worker"]
         if server.get("external"):
             print_line(f"Using Temporal at {server['address']} (TEMPORAL_ADDRESS)")
+            if server.get("search_attributes"):
+                print_line(server["search_attributes"])
         else:
             verb = "started" if server["started"] else "already running"
             _print_server(server, f"Temporal dev server {verb} (pid {server['pid']})")

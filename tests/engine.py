@@ -28,10 +28,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from canopy import worker
 from canopy.ops import graphs, queues, runs
+from canopy.search_attributes import SEARCH_ATTRIBUTES
 from canopy.store.engine import Store, open_store
 from canopy.store.models import NodeRun
 from canopy.temporal import client as temporal_client
-from canopy.temporal.search_attributes import SEARCH_ATTRIBUTES
 
 T = TypeVar("T")
 

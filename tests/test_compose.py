@@ -29,8 +29,8 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.testing import WorkflowEnvironment
 
+from canopy.search_attributes import SEARCH_ATTRIBUTES
 from canopy.store.engine import Store
-from canopy.temporal.search_attributes import SEARCH_ATTRIBUTES
 from tests.engine import TEMPORAL_BIN
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -45,9 +45,14 @@ def store(run_store: Store) -> Store:
     return run_store
 
 
-def counting_node(log: Path) -> dict[str, Any]:
-    """A command node that appends its spec's id to ``log``: one line per execution."""
-    return {"name": "work", "command": f'echo "$CANOPY_SPEC_ID" >> {shlex.quote(str(log))}'}
+def counting_node(log: Path, gate: Path | None = None) -> dict[str, Any]:
+    """A command node that appends its spec's id to ``log``: one line per execution; with
+    a ``gate``, it then waits for that file (so the run stays active while racers race:
+    a run drains three specs in a fraction of a second)."""
+    command = f'echo "$CANOPY_SPEC_ID" >> {shlex.quote(str(log))}'
+    if gate is not None:
+        command += f"; while [ ! -e {shlex.quote(str(gate))} ]; do sleep 0.05; done"
+    return {"name": "work", "command": command}
 
 
 def executions(log: Path) -> Counter[str]:
@@ -81,10 +86,10 @@ async def workflows_under(client: Client, workflow_id: str) -> list[WorkflowExec
 async def test_ten_simultaneous_starts_leave_one_run_and_nine_one_line_refusals(
     serving: Client, store: Store, repo: Path, tmp_path: Path
 ) -> None:
-    log = tmp_path / "executions.txt"
+    log, gate = tmp_path / "executions.txt", tmp_path / "gate"
     spec_ids = make_specs(store, "alpha", "beta", "gamma")
     queue = make_queue(store, spec_ids, "nightly")
-    graph = make_graph(store, repo, [counting_node(log)])
+    graph = make_graph(store, repo, [counting_node(log, gate)])
     results = await asyncio.gather(
         *(runs.graph_run(store, graph, queue=queue) for _ in range(RACERS)),
         return_exceptions=True,
@@ -96,6 +101,7 @@ async def test_ten_simultaneous_starts_leave_one_run_and_nine_one_line_refusals(
     assert set(refused) == {f"graph build ({graph}) already has an active run {winner['run_id']}"}
     assert active_runs(store, graph) == [winner["run_id"]]
     assert winner["workflow_id"] == f"canopy-{graph}"
+    gate.touch()
     settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
     assert settled["status"] == "completed", settled
     assert executions(log) == Counter(spec_ids)
@@ -115,10 +121,10 @@ BOOT = (
 async def test_ten_simultaneous_cli_starts_print_one_line_each(
     serving: Client, store: Store, repo: Path, tmp_path: Path, canopy_home: Path
 ) -> None:
-    log = tmp_path / "executions.txt"
+    log, gate = tmp_path / "executions.txt", tmp_path / "gate"
     spec_ids = make_specs(store, "alpha", "beta", "gamma")
     make_queue(store, spec_ids, "nightly")
-    graph = make_graph(store, repo, [counting_node(log)])
+    graph = make_graph(store, repo, [counting_node(log, gate)])
     env = canopy_env(canopy_home, TEMPORAL_ADDRESS=serving.service_client.config.target_host)
     db_url = configured_db_url()
     if db_url is not None:  # the Postgres variant
@@ -143,6 +149,7 @@ async def test_ten_simultaneous_cli_starts_print_one_line_each(
             continue
         expected = f"error: graph build ({graph}) already has an active run {run_id}\n"
         assert (stdout, stderr.decode()) == (b"", expected)
+    gate.touch()
     settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
     assert settled["status"] == "completed", settled
     assert executions(log) == Counter(spec_ids)
@@ -281,6 +288,7 @@ async def test_a_spec_another_run_holds_is_passed_over_and_named_never_blamed(
         "kind": "queue_failed",
         "message": f"1 queue member(s) did not complete: gamma ({gamma}: failed); {line}",
         "failed_specs": [gamma],
+        "node": "work",  # where the failed member ended: on_failed's {{node}}
         "held_elsewhere": [line],
     }
     counts = RunCounts(completed=1, failed=1, specs_started=2)

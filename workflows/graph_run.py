@@ -23,11 +23,13 @@ from datetime import timedelta
 from typing import Any, cast
 
 from temporalio import workflow
+from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
     from canopy.activities import bookkeeping, nodes, run_state
     from canopy.contracts.graph_run import (
         GRAPH_RUN_WORKFLOW,
+        RUN_SEARCH_ATTRIBUTES,
         Ahead,
         DispatchOutcome,
         NextSpec,
@@ -36,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         NodeStep,
         ReadAhead,
         RunInput,
+        RunState,
         RunStatus,
         SpecClose,
         SpecClosed,
@@ -53,6 +56,9 @@ with workflow.unsafe.imports_passed_through():
         node_activity_timeout,
     )
     from canopy.workflows.timeouts import BOOKKEEPING_TIMEOUT
+
+
+STATUS_KEY, BLOCKER_KEY = (SearchAttributeKey.for_keyword(name) for name in RUN_SEARCH_ATTRIBUTES)
 
 
 class NotLaunched(Exception):
@@ -74,6 +80,9 @@ class GraphRun(GraphRunCore):
         """Node launches so far in this execution: with its run id, a launch's key."""
         self._guard_first_launch = False
         """Whether the next launch runs the dirty-tree guard (a spec's first, after a boundary)."""
+        self._marked: tuple[RunState, str | None] = ("running", None)
+        """The search attributes as last set (a start sets ``running``; continue-as-new
+        carries them over)."""
         self._recording: asyncio.Task[None] | None = None
         """The task recording ignored signals (held so it is not collected)."""
         self._ignored_recorded = 0
@@ -141,8 +150,22 @@ class GraphRun(GraphRunCore):
                     start.model_copy(update={"counts": counts, "continued": True})
                 )
         await self._bookkeeping(run_state.reset_run, start.run_id)
-        self._set_details("reset")
+        self._set_details("**Reset**: the graph is idle again")
+        self._mark(start, "reset", None)
         return "reset"
+
+    def _mark(self, start: RunInput, state: RunState, blocker_kind: str | None) -> None:
+        """Upsert ``CanopyStatus`` and ``CanopyBlocker`` when they change, if the server
+        has them (``start.status_attributes``)."""
+        if not start.status_attributes or self._marked == (state, blocker_kind):
+            return
+        self._marked = (state, blocker_kind)
+        workflow.upsert_search_attributes(
+            [
+                STATUS_KEY.value_set(state),
+                BLOCKER_KEY.value_set(blocker_kind) if blocker_kind else BLOCKER_KEY.value_unset(),
+            ]
+        )
 
     async def _record_ignored(self) -> None:
         """Record each signal the run ignored (see :meth:`control`), as it comes."""
@@ -285,6 +308,7 @@ class GraphRun(GraphRunCore):
         """What runs next, read now (see :class:`ReadAhead`)."""
         request = ReadAhead(run_id=start.run_id, graph_id=start.graph_id, spec=spec, node=node)
         ahead: Ahead = await self._bookkeeping(bookkeeping.read_ahead, request)
+        self._pending = ahead.pending
         return ahead
 
     async def _close(
@@ -305,6 +329,8 @@ class GraphRun(GraphRunCore):
             read_ahead=read_ahead,
         )
         closed: SpecClosed = await self._bookkeeping(bookkeeping.close_spec, request)
+        if closed.ahead.read:
+            self._pending = closed.ahead.pending
         return closed
 
     async def _bookkeeping(self, activity: Any, *args: Any) -> Any:

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         NodeResult,
         NodeStep,
         RunInput,
+        RunState,
         RunStatus,
         node_timeout_minutes,
         read_control,
@@ -41,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
     from canopy.graphs.hooks import HookEvent
     from canopy.graphs.model import AgentConfig, AgentNode, CommandNode, EnsembleNode
     from canopy.workdir import WorktreeState
-    from canopy.workflows import blockers
+    from canopy.workflows import blockers, details
 
 GIT_TIMEOUT = timedelta(minutes=2)
 DEFAULT_NODE_TIMEOUT_MINUTES = 24 * 60
@@ -115,6 +116,8 @@ class GraphRunCore:
         self._limited_until: dict[str, datetime] = {}
         """Platforms that reported a usage limit, and when it resets (ensemble failover)."""
         self._details = ""
+        self._pending: int | None = None
+        """Specs still pending in the run's scope, as last read (for the details)."""
         self._ignored: list[IgnoredSignalRecord] = []
         """Signals the run did not act on, oldest first (see :meth:`control`)."""
 
@@ -215,7 +218,8 @@ class GraphRunCore:
         self._stop_requested = False
         self._continue = None  # only a continue sent while paused resumes this pause
         self._status.waiting_for = f"continue ({blocker['kind']})"
-        self._set_details(f"paused: {blocker['message']}")
+        self._set_details(details.blocked(blocker))
+        self._mark(start, "paused", blocker["kind"])
         await self._bookkeeping(run_state.pause_run, start.run_id, blocker)
         if not self._parked:  # a re-check that stays paused is the same pause
             self._parked = True
@@ -270,6 +274,7 @@ class GraphRunCore:
                 )
             self._status.waiting_for = None
             self._parked = False
+            self._mark(start, "running", None)
             await self._bookkeeping(run_state.resume_run, start.run_id)
             return plan
 
@@ -280,7 +285,8 @@ class GraphRunCore:
         """
         self._status.scheduled_resume_at = resume_at
         self._status.waiting_for = "usage limit reset"
-        self._set_details(f"usage limit: resuming at {resume_at.isoformat()}")
+        self._set_details(details.usage_limit(resume_at, self._status.counts))
+        self._mark(start, "usage_limit", None)
         await self._bookkeeping(run_state.schedule_resume, start.run_id, resume_at)
         delay = max(resume_at - workflow.now(), timedelta(seconds=1))
         with contextlib.suppress(TimeoutError):
@@ -289,6 +295,7 @@ class GraphRunCore:
             )
         self._status.scheduled_resume_at = None
         self._status.waiting_for = None
+        self._mark(start, "running", None)
         await self._bookkeeping(run_state.schedule_resume, start.run_id, None)
         return self._reset_requested or self._stop_requested
 
@@ -366,7 +373,8 @@ class GraphRunCore:
         await self._bookkeeping(
             bookkeeping.settle_run, start.run_id, status, blocker, self._status.counts
         )
-        self._set_details(f"settled {status}")
+        self._set_details(details.settled(status, self._status.counts, blocker))
+        self._mark(start, cast(RunState, status), blocker["kind"] if blocker else None)
         if status == "completed" and self._status.counts.completed > 0:
             await self._fire(start, "on_completed", "settled")
         elif status == "failed" and blocker is not None:
@@ -413,8 +421,9 @@ class GraphRunCore:
         self._status.node = node
         self._status.node_run_id = node_run_id
         if spec is not None:
-            where = f" · node {node}" if node else ""
-            self._set_details(f"spec {spec.name} ({spec.spec_id}){where}")
+            self._set_details(
+                details.running(spec, node, workflow.now(), self._status.counts, self._pending)
+            )
 
     async def _await_node(self, handle: workflow.ActivityHandle[T]) -> tuple[T | NodeResult, bool]:
         """The node activity's value, or the result its error amounts to; and whether a
@@ -455,6 +464,11 @@ class GraphRunCore:
     async def _bookkeeping(self, activity: Any, *args: Any) -> Any:
         """A store activity's result."""
         raise NotImplementedError
+
+    def _mark(self, start: RunInput, state: RunState, blocker_kind: str | None) -> None:
+        """Keep the run's ``CanopyStatus`` and ``CanopyBlocker`` current, for list
+        filters in the Temporal UI and CLI (the legacy type does not: its history must
+        not change)."""
 
 
 def node_activity_timeout(step: NodeStep) -> timedelta:

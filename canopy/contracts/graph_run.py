@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from canopy.graphs.hooks import HookEvent
 from canopy.graphs.model import AgentConfig, AgentNode, EnsembleNode, Node
 from canopy.limits import NODE_TIMEOUT_MINUTES
+from canopy.search_attributes import SEARCH_ATTRIBUTE_BLOCKER, SEARCH_ATTRIBUTE_STATUS
 from canopy.workdir import WorktreeState
 
 GRAPH_RUN_WORKFLOW = "GraphRunV2"
@@ -26,6 +27,11 @@ LEGACY_GRAPH_RUN_WORKFLOW = "GraphRun"
 """The type runs started before ``GraphRunV2`` have (main task queue, every store call a
 remote activity). Its code stays registered so those runs drain to their end; nothing
 starts one any more."""
+
+RunState = Literal["running", "paused", "usage_limit", "completed", "failed", "reset"]
+"""A run's ``CanopyStatus`` search attribute."""
+RUN_SEARCH_ATTRIBUTES = (SEARCH_ATTRIBUTE_STATUS, SEARCH_ATTRIBUTE_BLOCKER)
+"""The search attributes a run keeps current itself (``CanopyStatus``, ``CanopyBlocker``)."""
 
 SpecOutcome = Literal["completed", "failed", "skipped", "interrupted", "limit_blocked"]
 NodeStatus = Literal["succeeded", "failed", "limit_blocked", "timed_out", "interrupted"]
@@ -52,6 +58,9 @@ class RunInput(BaseModel):
     heartbeat_timeout_seconds: int = 30
     specs_per_execution: int = 100
     """Continue as new after this many specs (or sooner, when Temporal suggests it)."""
+    status_attributes: bool = False
+    """Whether the server has the ``CanopyStatus`` and ``CanopyBlocker`` search attributes
+    (checked at start): only then does the run keep them current."""
     continued: bool = False
     """Set on a continue-as-new: the new execution starts between two specs, so the
     dirty-tree guard runs before its first spec."""
@@ -215,6 +224,8 @@ class Ahead(BaseModel):
     spec: NextSpec | None = None
     step: NodeStep | None = None
     allow_dirty_start: bool = False
+    pending: int | None = None
+    """How many specs of the run's scope are pending, ``spec`` included (for progress)."""
 
 
 class SpecClose(BaseModel):

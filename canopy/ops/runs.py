@@ -23,7 +23,8 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from canopy.contracts.graph_run import GRAPH_RUN_WORKFLOW, RunInput
+from canopy import search_attributes
+from canopy.contracts.graph_run import GRAPH_RUN_WORKFLOW, RUN_SEARCH_ATTRIBUTES, RunInput
 from canopy.errors import Refused
 from canopy.ids import new_id
 from canopy.limits import HEARTBEAT_TIMEOUT_SECONDS, SPECS_PER_EXECUTION, check_range
@@ -35,7 +36,6 @@ from canopy.store.engine import Store
 from canopy.store.models import Graph, Run
 from canopy.store.run_records import lock_graph
 from canopy.temporal import client as temporal_client
-from canopy.temporal import search_attributes
 from canopy.timefmt import utcnow
 from canopy.workdir import describe_dirty, normalize_workdir, require_work_tree, worktree_state
 
@@ -338,7 +338,9 @@ async def start_workflow(client: "Client", prepared: PreparedRun) -> None:
 
 
 async def _start(client: "Client", prepared: PreparedRun) -> None:
-    """One start of GraphRun with search attributes for graph id/name and queue id."""
+    """One start of GraphRun with search attributes for graph id/name and queue id, and
+    ``CanopyStatus`` (which the run then keeps current) where the server has it; with a
+    static summary and details for the Temporal UI."""
     from temporalio.common import (
         SearchAttributeKey,
         SearchAttributePair,
@@ -346,12 +348,19 @@ async def _start(client: "Client", prepared: PreparedRun) -> None:
         WorkflowIDConflictPolicy,
         WorkflowIDReusePolicy,
     )
+    from temporalio.service import RPCError
 
-    start = prepared.start
+    try:
+        absent = await search_attributes.missing(client)
+    except RPCError:  # a server that cannot list them (the time-skipping test server)
+        absent = list(RUN_SEARCH_ATTRIBUTES)
+    status_attributes = not set(RUN_SEARCH_ATTRIBUTES) & set(absent)
+    start = prepared.start.model_copy(update={"status_attributes": status_attributes})
     values = {
         search_attributes.SEARCH_ATTRIBUTE_GRAPH_ID: start.graph_id,
         search_attributes.SEARCH_ATTRIBUTE_GRAPH_NAME: start.graph_name,
         search_attributes.SEARCH_ATTRIBUTE_QUEUE_ID: start.queue_id,
+        search_attributes.SEARCH_ATTRIBUTE_STATUS: "running" if status_attributes else None,
     }
     pairs = [
         SearchAttributePair(SearchAttributeKey.for_keyword(name), value)
@@ -364,9 +373,48 @@ async def _start(client: "Client", prepared: PreparedRun) -> None:
         id=prepared.workflow_id,
         task_queue=start.agents_task_queue,  # the run lives with its workdir's host
         search_attributes=TypedSearchAttributes(pairs),
-        static_summary=f"{start.graph_name}: run {prepared.number}",
+        static_summary=static_summary(prepared),
+        static_details=static_details(prepared),
         id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+    )
+
+
+def static_summary(prepared: PreparedRun) -> str:
+    """The run's one line in the Temporal UI: graph, run, what it drains, where."""
+    start = prepared.start
+    drains = f"queue {start.queue_id}" if start.queue_id else "its bound specs"
+    return f"{start.graph_name}: run {prepared.number} over {drains} in {start.workdir}"
+
+
+def static_details(prepared: PreparedRun) -> str:
+    """What the run drains and how to steer it, as markdown for the Temporal UI: the
+    canopy commands, and the same as ``temporal workflow signal`` lines."""
+    start = prepared.start
+    graph = shlex.quote(start.graph_name)
+    signal = f"temporal workflow signal --workflow-id {prepared.workflow_id} --name"
+    drains = f"queue `{start.queue_id}`" if start.queue_id else "the graph's bound specs"
+    return "\n".join(
+        [
+            f"Graph **{start.graph_name}** (`{start.graph_id}`), run {prepared.number} "
+            f"(`{start.run_id}`): drains {drains} in `{start.workdir}`, its nodes on task "
+            f"queue `{start.agents_task_queue}`.",
+            "",
+            "Steer it with canopy:",
+            "",
+            f"- `canopy graph info {graph}`: progress, node runs, the blocker",
+            f"- `canopy graph pause {graph}` · `canopy graph stop {graph}` · "
+            f"`canopy graph reset {graph}`",
+            f"- `canopy graph continue {graph} [--mode recheck|run_from_node|skip_next_spec]`",
+            "",
+            "or with the temporal CLI:",
+            "",
+            f'- `{signal} continue_run --input \'{{"mode": "recheck"}}\'`',
+            f'- `{signal} continue_run --input \'{{"mode": "run_from_node", '
+            f'"node": "NODE", "spec_id": "SPEC_ID"}}\'`',
+            f"- `{signal} skip_next_spec` · `{signal} pause` · `{signal} stop` · `{signal} reset`",
+            f"- `temporal workflow query --workflow-id {prepared.workflow_id} --name status`",
+        ]
     )
 
 

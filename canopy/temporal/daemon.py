@@ -19,6 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from canopy import search_attributes
 from canopy.contracts.ping import PING_WORKFLOW
 from canopy.errors import Refused
 from canopy.paths import canopy_home
@@ -138,8 +139,27 @@ def up(
     if server_managed():
         server = devserver.start(port, ui_port)
     else:
-        server = {"external": True, "address": temporal_client.address()}
+        server = {
+            "external": True,
+            "address": temporal_client.address(),
+            "search_attributes": asyncio.run(_register_search_attributes()),
+        }
     return {"server": server, "worker": _ensure_worker(timeout)}
+
+
+async def _register_search_attributes() -> str | None:
+    """On a server Canopy did not start, register its missing search attributes (the
+    embedded server registers them at start); what was done or is left to do, or
+    ``None`` when all were there."""
+    from temporalio.service import RPCError
+
+    try:
+        client = await temporal_client.connect()
+        return await search_attributes.register_missing(client)
+    except Refused as refusal:
+        return f"search attributes not checked: {refusal}"
+    except RPCError as error:
+        return f"search attributes not checked: {error.message}"
 
 
 def down(timeout: float = STOP_TIMEOUT) -> dict[str, Any]:

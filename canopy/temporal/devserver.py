@@ -29,7 +29,7 @@ from typing import Any
 
 from canopy.errors import Refused
 from canopy.paths import canopy_home
-from canopy.temporal.search_attributes import SEARCH_ATTRIBUTES
+from canopy.search_attributes import SEARCH_ATTRIBUTES
 
 DEFAULT_PORT = 7233
 DEFAULT_UI_PORT = 8233

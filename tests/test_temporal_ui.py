@@ -1,0 +1,79 @@
+"""Runs you can read in the Temporal UI (issue 14): a blocked run is told from a working
+one by its ``CanopyStatus`` and ``CanopyBlocker`` search attributes, as the real
+``temporal`` CLI lists them; a run's static summary and details say what it drains and how
+to steer it, and its current details show the blocker with its dirty paths and ways out."""
+
+import json
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from canopy.ops import graphs, runs
+from canopy.store.engine import Store
+from tests.conftest import make_specs
+from tests.engine import eventually, node_run_of
+from tests.test_signals import TIMEOUT, temporal
+
+pytestmark = pytest.mark.server
+
+
+async def listed(client: Client, query: str) -> set[str]:
+    """The workflow ids ``temporal workflow list --query`` finds."""
+    out = await temporal(client, "workflow", "list", "--query", query, "-o", "json")
+    return {row["execution"]["workflowId"] for row in json.loads(out or "[]")}
+
+
+async def test_a_blocked_run_is_told_from_a_working_one_in_the_temporal_ui(
+    serving: Client, home_store: Store, repo: Path, tmp_path: Path
+) -> None:
+    store = home_store
+    alpha, beta, gamma = make_specs(store, "alpha", "beta", "gamma")
+    dirtying = {"name": "work", "command": f"test {{{{spec_id}}}} != {alpha} || touch scratch"}
+    blocked = graphs.graph_create(
+        store,
+        {"name": "blocked", "workdir": str(repo), "nodes": [dirtying], "specs": [alpha, beta]},
+    )["id"]
+    other_repo = tmp_path / "other"
+    other_repo.mkdir()
+    hold = {"name": "hold", "command": f"while [ ! -e {tmp_path / 'gate'} ]; do sleep 0.05; done"}
+    working = graphs.graph_create(
+        store, {"name": "working", "nodes": [hold], "specs": [gamma], "workdir": str(repo)}
+    )["id"]
+    paused = await runs.graph_run(store, blocked)
+    assert (await runs.wait_until_settled(store, blocked, TIMEOUT))["status"] == "paused"
+    (repo / "scratch").unlink()  # the other graph may start on a clean tree
+    moving = await runs.graph_run(store, working)
+    await eventually(lambda: node_run_of(store, gamma, "running"), "gamma's node")
+
+    try:
+        paused_id, moving_id = paused["workflow_id"], moving["workflow_id"]
+        found = await eventually(
+            lambda: _both_listed(serving, paused_id, moving_id), "both runs in the visibility store"
+        )
+        assert found
+        assert paused_id in await listed(serving, "CanopyStatus='paused'")
+        assert moving_id not in await listed(serving, "CanopyStatus='paused'")
+        assert moving_id in await listed(serving, "CanopyStatus='running'")
+        assert await listed(serving, "CanopyBlocker='dirty_tree'") >= {paused_id}
+
+        described = json.loads(
+            await temporal(
+                serving, "workflow", "describe", "--workflow-id", paused_id, "-o", "json"
+            )
+        )
+        metadata = described["executionConfig"]["userMetadata"]
+        static = json.dumps(metadata)
+        assert "blocked: run 1 over its bound specs in" in static, "the summary"
+        assert "--name continue_run" in static, "the details: how to steer it with temporal"
+        details = await temporal(serving, "workflow", "metadata", "--workflow-id", paused_id)
+        assert "**Paused** (dirty_tree)" in details
+        assert "- `scratch`" in details, "the dirty path"
+        assert "canopy graph continue blocked" in details, "the ways out"
+    finally:
+        (tmp_path / "gate").touch()
+
+
+async def _both_listed(client: Client, *workflow_ids: str) -> bool:
+    everything = await listed(client, "CanopyStatus IS NOT NULL")
+    return set(workflow_ids) <= everything

@@ -1,0 +1,64 @@
+"""The run's current details in the Temporal UI, as markdown: what it is doing, or why it
+is not, and how to get it going again.
+
+Pure functions of their inputs (no I/O, no clock), so the workflow may call them.
+"""
+
+from datetime import datetime
+from typing import Any
+
+from canopy.contracts.graph_run import NextSpec, RunCounts
+
+
+def _clock(at: datetime) -> str:
+    return at.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def progress(counts: RunCounts, pending: int | None) -> str:
+    """``spec 3 of 10 · 1 completed, 1 failed, 0 skipped`` (the total when known)."""
+    current = counts.specs_started + 1
+    of = f" of {counts.specs_started + pending}" if pending is not None else ""
+    return (
+        f"spec {current}{of} · {counts.completed} completed, {counts.failed} failed, "
+        f"{counts.skipped} skipped"
+    )
+
+
+def running(
+    spec: NextSpec, node: str | None, since: datetime, counts: RunCounts, pending: int | None
+) -> str:
+    """A spec (and a node) in progress."""
+    at = f" · node `{node}`" if node else ""
+    return (
+        f"**Running** spec **{spec.name}** (`{spec.spec_id}`){at} since {_clock(since)}\n\n"
+        f"{progress(counts, pending)}"
+    )
+
+
+def blocked(blocker: dict[str, Any]) -> str:
+    """A paused run: the blocker, its dirty paths, and its ways out as commands."""
+    lines = [f"**Paused** ({blocker['kind']}): {blocker['message']}"]
+    dirty = blocker.get("dirty_paths") or []
+    if dirty:
+        more = blocker.get("dirty_count", len(dirty)) - len(dirty)
+        listed = "\n".join(f"- `{path}`" for path in dirty)
+        lines.append(f"Dirty paths:\n{listed}" + (f"\n- … and {more} more" if more > 0 else ""))
+    ways = blocker.get("ways_out") or []
+    if ways:
+        lines.append("Ways out:\n" + "\n".join(f"- {way}" for way in ways))
+    return "\n\n".join(lines)
+
+
+def usage_limit(resume_at: datetime, counts: RunCounts) -> str:
+    """A run waiting out a usage limit on a durable timer."""
+    return (
+        f"**Waiting for a usage limit** to reset: resumes at {_clock(resume_at)} by itself "
+        f"(`canopy graph stop` ends the wait)\n\n{progress(counts, None)}"
+    )
+
+
+def settled(status: str, counts: RunCounts, blocker: dict[str, Any] | None) -> str:
+    """A run that has ended."""
+    done = f"{counts.completed} completed, {counts.failed} failed, {counts.skipped} skipped"
+    why = f"\n\n{blocker['message']}" if blocker else ""
+    return f"**Settled {status}** · {done}{why}"
