@@ -1,0 +1,423 @@
+"""``canopy tui``: the Textual application.
+
+A sidebar (project picker, Backlog, Queues, Graphs, Sessions) and a detail pane for the
+item highlighted there. Every read and every action is an operation from
+:mod:`canopy.ops`, run on a worker thread exactly as a CLI command runs it (async ones
+under their own ``asyncio.run``), so the screen never waits on the store or Temporal.
+The view re-reads about once a second; rows that did not change are not redrawn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Footer, Header, Input, Label, Markdown, OptionList, Select
+
+from canopy.errors import Refused, unexpected_error_line
+from canopy.ops import control, graphs, runs
+from canopy.ops.session_wake import send_message
+from canopy.store.engine import Store, open_store
+from canopy.tui import reads
+from canopy.tui.screens import ConfirmScreen, HelpScreen, PickScreen
+from canopy.tui.sections import Section
+
+REFRESH_SECONDS = 1.0
+ALL = "(all)"
+"""The project picker's value for every project."""
+SECTIONS: dict[str, reads.Kind] = {
+    "backlog": "spec",
+    "queues": "queue",
+    "graphs": "graph",
+    "sessions": "session",
+}
+"""Each sidebar section's widget id and the kind of item it lists."""
+HEADINGS = {"backlog": "Backlog", "queues": "Queues", "graphs": "Graphs", "sessions": "Sessions"}
+GRAPH_ACTIONS = frozenset(
+    {"continue_run", "run_from_node", "skip_next", "pause", "stop", "reset", "toggle_dirty"}
+)
+"""Actions on the selected graph: offered only while a graph is selected."""
+Operation = Callable[[Store], dict[str, Any]]
+
+
+class CanopyApp(App[None]):
+    """The Canopy terminal UI."""
+
+    TITLE = "Canopy"
+    CSS = """
+    #sidebar { width: 44; border-right: solid $primary-darken-2; }
+    #sidebar > Label { text-style: bold; background: $boost; width: 100%; padding: 0 1; }
+    Section { height: auto; max-height: 8; border: none; padding: 0; }
+    #backlog { height: 1fr; max-height: 100%; min-height: 3; }
+    #main { width: 1fr; }
+    #page-scroll { height: 1fr; }
+    #prompt { display: none; }
+    #prompt.shown { display: block; }
+    #filter { display: none; }
+    #filter.shown { display: block; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("g", "run_graph", "Run graph"),
+        Binding("c", "continue_run", "Continue"),
+        Binding("n", "run_from_node", "From node"),
+        Binding("k", "skip_next", "Skip next"),
+        Binding("p", "pause", "Pause"),
+        Binding("s", "stop", "Stop"),
+        Binding("r", "reset", "Reset"),
+        Binding("a", "toggle_dirty", "Allow dirty"),
+        Binding("f", "toggle_finished", "Finished sessions"),
+    ]
+    HELP_EXTRA = (
+        ("tab / shift+tab", "move between the project picker, the lists and the prompt box"),
+        ("up / down", "move in a list; the detail pane follows"),
+        ("enter", "in the prompt box: send the message to the session"),
+        ("escape", "close a dialog or the filter"),
+    )
+
+    def __init__(self, workdir: str | None = None, cwd: str | None = None) -> None:
+        """``workdir`` (``--workdir``) selects that project; otherwise the project the
+        current directory ``cwd`` lies in, else all projects."""
+        super().__init__()
+        self.start_workdir = workdir
+        self.cwd = cwd or os.getcwd()
+        self.project: str | None = None
+        self.started = False
+        self.finished_sessions = False
+        self.selected: tuple[reads.Kind, str] | None = None
+        self.page: reads.Page | None = None
+        self.filter_text = ""
+        self.project_choices = [ALL]
+        self.busy: set[str] = set()
+        self._store: Store | None = None
+
+    # ----------------------------------------------------------------- layout
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal():
+            with Vertical(id="sidebar"):
+                yield Select([(ALL, ALL)], value=ALL, allow_blank=False, id="project")
+                yield Input(placeholder="filter the focused list", id="filter")
+                for section_id, heading in HEADINGS.items():
+                    yield Label(heading, id=f"{section_id}-heading")
+                    yield Section(id=section_id)
+            with Vertical(id="main"):
+                with VerticalScroll(id="page-scroll"):
+                    yield Markdown("Select a spec, queue, graph or session.", id="page")
+                yield Input(placeholder="message to this session (enter sends)", id="prompt")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#backlog", Section).focus()
+        self.set_interval(REFRESH_SECONDS, self.refresh_view)
+        self.refresh_view()
+
+    # ----------------------------------------------------------------- reads
+
+    def store(self) -> Store:
+        """The store the CLI would open (``CANOPY_HOME`` / ``CANOPY_DB_URL``), opened on
+        first use, on a worker thread."""
+        if self._store is None:
+            self._store = open_store()
+        return self._store
+
+    def refresh_view(self) -> None:
+        """Re-read the sidebar and the selected item's page, unless still reading them."""
+        if "sidebar" not in self.busy:
+            self.busy.add("sidebar")
+            self.read_sidebar(self.project, self.finished_sessions, self.started)
+        if self.selected is not None and "page" not in self.busy:
+            self.busy.add("page")
+            self.read_page(*self.selected)
+
+    @work(thread=True, group="sidebar")
+    def read_sidebar(self, project: str | None, finished: bool, started: bool) -> None:
+        """Read the sidebar; on the first read, choose the project to start on."""
+        try:
+            store = self.store()
+            if not started:
+                project = reads.start_project(store, self.start_workdir, self.cwd)
+            sidebar = reads.read_sidebar(store, project, finished)
+            self.call_from_thread(self.show_sidebar, project, sidebar, started)
+        except Exception as error:
+            self.call_from_thread(self.show_read_error, error)
+        finally:
+            self.call_from_thread(self.done_reading, "sidebar")
+
+    @work(thread=True, group="page")
+    def read_page(self, kind: reads.Kind, item_id: str) -> None:
+        """Read the page of the selected item."""
+        try:
+            page = reads.read_page(self.store(), kind, item_id)
+            self.call_from_thread(self.show_page, page)
+        except Exception as error:
+            self.call_from_thread(self.show_read_error, error)
+        finally:
+            self.call_from_thread(self.done_reading, "page")
+
+    def done_reading(self, what: str) -> None:
+        """A read of ``what`` (``sidebar``, ``page``) ended: the next refresh may start one."""
+        self.busy.discard(what)
+
+    def show_read_error(self, error: Exception) -> None:
+        """A read that failed: one line, the way the CLI would say it."""
+        line = str(error) if isinstance(error, Refused) else unexpected_error_line(error)
+        self.notify(line, severity="error", timeout=3)
+
+    def show_sidebar(self, project: str | None, sidebar: reads.Sidebar, started: bool) -> None:
+        """Show a sidebar read, unless the project changed since it was asked for."""
+        if not started:
+            self.started, self.project = True, project
+        elif project != self.project:
+            return
+        self._show_projects(sidebar.projects)
+        for section_id in SECTIONS:
+            rows = getattr(sidebar, section_id)
+            if self.filter_text:
+                rows = [r for r in rows if self.filter_text in r[1].plain.lower()]
+            section = self.query_one(f"#{section_id}", Section)
+            section.show(rows)
+            label = f"{HEADINGS[section_id]} ({len(rows)})"
+            heading = self.query_one(f"#{section_id}-heading", Label)
+            if str(heading.content) != label:
+                heading.update(label)
+
+    def _show_projects(self, projects: list[str]) -> None:
+        picker: Select[str] = self.query_one("#project", Select)
+        wanted = [ALL, *projects]
+        if self.project is not None and self.project not in wanted:
+            wanted.append(self.project)
+        if self.project_choices != wanted:
+            self.project_choices = wanted
+            with picker.prevent(Select.Changed):
+                picker.set_options((value, value) for value in wanted)
+        current = ALL if self.project is None else self.project
+        if picker.value != current:
+            with picker.prevent(Select.Changed):
+                picker.value = current
+
+    def show_page(self, page: reads.Page) -> None:
+        """Show a page read, if its item is still the selected one and it changed (the
+        markdown renders in the background)."""
+        if self.selected != (page.kind, page.item_id) or self.page == page:
+            return
+        self.page = page
+        self.query_one("#page", Markdown).update(page.markdown)
+
+    # ----------------------------------------------------------------- selection
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        """Another project picked: re-read the sidebar for it."""
+        self.project = None if event.value in (ALL, Select.BLANK) else str(event.value)
+        self.busy.discard("sidebar")
+        self.refresh_view()
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        """The detail pane follows the highlighted row."""
+        if isinstance(event.option_list, Section) and event.option.id is not None:
+            self.select(SECTIONS[str(event.option_list.id)], event.option.id)
+
+    def on_descendant_focus(self, event: Any) -> None:
+        """Focusing a list selects its highlighted row."""
+        widget = event.widget
+        if isinstance(widget, Section) and widget.highlighted_option is not None:
+            option_id = widget.highlighted_option.id
+            if option_id is not None:
+                self.select(SECTIONS[str(widget.id)], option_id)
+
+    def select(self, kind: reads.Kind, item_id: str) -> None:
+        """Make ``item_id`` the selected item and read its page."""
+        if self.selected == (kind, item_id):
+            return
+        self.selected = (kind, item_id)
+        self.query_one("#prompt", Input).set_class(kind == "session", "shown")
+        self.busy.discard("page")
+        self.refresh_view()
+        self.refresh_bindings()
+
+    def selected_graph(self) -> str | None:
+        """The selected graph's id, if a graph is selected."""
+        if self.selected is not None and self.selected[0] == "graph":
+            return self.selected[1]
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Graph actions are offered only while a graph is selected."""
+        if action in GRAPH_ACTIONS or action == "run_graph":
+            return self.selected_graph() is not None
+        return True
+
+    # ----------------------------------------------------------------- actions
+
+    @work(thread=True, group="action")
+    def act(self, doing: str, operation: Operation) -> None:
+        """Run one operation on a worker thread; say how it went, then re-read."""
+        try:
+            result = operation(self.store())
+        except Exception as error:
+            line = str(error) if isinstance(error, Refused) else unexpected_error_line(error)
+            self.call_from_thread(self.notify, line, title=doing, severity="error")
+            return
+        said = [f"{key}: {result[key]}" for key in ("status", "note", "warning") if result.get(key)]
+        self.call_from_thread(self.notify, "; ".join(said) or "done", title=doing)
+        self.call_from_thread(self.refresh_view)
+
+    def _confirmed(self, question: str, doing: str, operation: Operation) -> None:
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.act(doing, operation)
+
+        self.push_screen(ConfirmScreen(question), answered)
+
+    def action_help(self) -> None:
+        """Every key, in a dialog."""
+        keys = [(b.key_display or b.key, b.description) for b in self._bindings_list()]
+        self.push_screen(HelpScreen([*keys, *self.HELP_EXTRA]))
+
+    def _bindings_list(self) -> list[Binding]:
+        return [b for b in self.BINDINGS if isinstance(b, Binding)]
+
+    def action_continue_run(self) -> None:
+        """Resume the selected graph: re-check the tree (``graph continue``)."""
+        graph = self.selected_graph()
+        if graph is not None:
+            self.act("continue", lambda store: asyncio.run(control.graph_continue(store, graph)))
+
+    def action_run_from_node(self) -> None:
+        """Resume by starting the next spec at a node picked from the graph's nodes."""
+        graph = self.selected_graph()
+        if graph is None or self.page is None or self.page.item_id != graph:
+            return
+
+        def picked(node: str | None) -> None:
+            if node is not None:
+                self.act(
+                    f"continue from {node}",
+                    lambda store: asyncio.run(
+                        control.graph_continue(store, graph, "run_from_node", node)
+                    ),
+                )
+
+        choices = [(node, node) for node in self.page.nodes]
+        self.push_screen(PickScreen("Start the next spec at node:", choices), picked)
+
+    def action_skip_next(self) -> None:
+        """Resume by skipping the next spec (asks first: the spec is marked skipped)."""
+        graph = self.selected_graph()
+        if graph is not None:
+            self._confirmed(
+                "Skip the next spec and go on?",
+                "skip next spec",
+                lambda store: asyncio.run(control.graph_continue(store, graph, "skip_next_spec")),
+            )
+
+    def action_pause(self) -> None:
+        """Pause the selected graph at the next spec boundary."""
+        graph = self.selected_graph()
+        if graph is not None:
+            self.act("pause", lambda store: asyncio.run(control.graph_pause(store, graph)))
+
+    def action_stop(self) -> None:
+        """Kill the node in flight and pause (asks first)."""
+        graph = self.selected_graph()
+        if graph is not None:
+            self._confirmed(
+                "Stop: kill the node in flight, mark its spec interrupted and pause?",
+                "stop",
+                lambda store: asyncio.run(control.graph_stop(store, graph)),
+            )
+
+    def action_reset(self) -> None:
+        """End the run and return the graph to idle (asks first)."""
+        graph = self.selected_graph()
+        if graph is not None:
+            self._confirmed(
+                "Reset: end the run, clear the blocker and reopen bound specs?",
+                "reset",
+                lambda store: asyncio.run(control.graph_reset(store, graph)),
+            )
+
+    def action_toggle_dirty(self) -> None:
+        """Flip the selected graph's ``allow_dirty_start`` (``graph edit``)."""
+        graph = self.selected_graph()
+        if graph is None:
+            return
+
+        def flip(store: Store) -> dict[str, Any]:
+            allowed = graphs.graph_info(store, graph).allow_dirty_start
+            graphs.graph_edit(store, graph, {"allow_dirty_start": not allowed})
+            return {"status": f"allow_dirty_start {'off' if allowed else 'on'}"}
+
+        self.act("allow_dirty_start", flip)
+
+    def action_run_graph(self) -> None:
+        """Start a run of the selected graph over a queue picked from the sidebar's
+        queues, or over its bound specs (``graph run``)."""
+        graph = self.selected_graph()
+        if graph is None:
+            return
+        bound = "(its bound specs)"
+        queues = self.query_one("#queues", Section).shown
+        choices = [(bound, bound), *((queue_id, line.plain) for queue_id, line in queues)]
+
+        def picked(queue: str | None) -> None:
+            if queue is not None:
+                over = None if queue == bound else queue
+                self.act(
+                    "run",
+                    lambda store: asyncio.run(runs.graph_run(store, graph, queue=over)),
+                )
+
+        self.push_screen(PickScreen("Run the graph over:", choices), picked)
+
+    def action_toggle_finished(self) -> None:
+        """Show finished sessions too, or live ones only."""
+        self.finished_sessions = not self.finished_sessions
+        self.busy.discard("sidebar")
+        self.refresh_view()
+
+    def action_filter(self) -> None:
+        """Show the filter box: lists keep only rows containing its text."""
+        box = self.query_one("#filter", Input)
+        box.add_class("shown")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """The filter applies as it is typed."""
+        if event.input.id == "filter":
+            self.filter_text = event.value.strip().lower()
+            self.busy.discard("sidebar")
+            self.refresh_view()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the prompt box sends the message; in the filter, back to the lists."""
+        if event.input.id == "filter":
+            self.query_one("#backlog", Section).focus()
+            return
+        if self.selected is None or self.selected[0] != "session" or not event.value.strip():
+            return
+        session, prompt = self.selected[1], event.value
+        event.input.clear()
+        self.act("send", lambda store: asyncio.run(send_message(store, session, prompt)))
+
+    def on_key(self, event: Any) -> None:
+        """Escape in the filter box clears and hides it."""
+        box = self.query_one("#filter", Input)
+        if event.key == "escape" and box.has_focus:
+            box.value = ""
+            box.remove_class("shown")
+            self.query_one("#backlog", Section).focus()
+
+
+def run(workdir: str | None) -> None:
+    """Run the TUI until the user quits."""
+    CanopyApp(workdir=workdir).run()

@@ -1,0 +1,81 @@
+"""What the TUI reads, on a worker thread: the sidebar and the selected item's page.
+
+Every read is an operation's (the ones ``canopy spec list``, ``queue list``,
+``graph list``, ``graph info`` and ``session list`` run); the screen only shows them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from canopy.ops import graphs, projects, queues, sessions, specs
+from canopy.temporal import devserver
+from canopy.timefmt import utcnow
+from canopy.tui import panes, rows
+from canopy.workdir import normalize_workdir
+
+if TYPE_CHECKING:
+    from canopy.store.engine import Store
+
+Kind = Literal["spec", "queue", "graph", "session"]
+
+
+@dataclass(frozen=True)
+class Sidebar:
+    """The project picker's choices and the four sections for the selected project."""
+
+    projects: list[str]
+    backlog: list[rows.Row]
+    queues: list[rows.Row]
+    graphs: list[rows.Row]
+    sessions: list[rows.Row]
+
+
+@dataclass(frozen=True)
+class Page:
+    """The detail pane for one item: its markdown, and the node names of a graph (what
+    ``continue`` from a node may name)."""
+
+    kind: Kind
+    item_id: str
+    markdown: str
+    nodes: tuple[str, ...] = ()
+
+
+def start_project(store: Store, workdir: str | None, cwd: str) -> str | None:
+    """The project to start on: ``--workdir`` when given, else the one ``cwd`` lies in,
+    else ``None`` (all projects)."""
+    if workdir is not None:
+        return normalize_workdir(workdir)
+    return projects.project_of(projects.project_list(store), cwd)
+
+
+def read_sidebar(store: Store, project: str | None, finished_sessions: bool) -> Sidebar:
+    """The sidebar for ``project`` (a workdir, or ``None`` for all): its standalone specs,
+    every queue, its graphs and its sessions (live ones, or all when asked)."""
+    in_project = (lambda workdir: True) if project is None else (lambda w: w == project)
+    graph_list = [g for g in graphs.graph_list(store) if in_project(g["workdir"])]
+    session_list = sessions.session_list(store, finished_sessions)["sessions"]
+    return Sidebar(
+        projects=projects.project_list(store),
+        backlog=rows.spec_rows(specs.spec_list(store, workdir=project, standalone=True)),
+        queues=rows.queue_rows(queues.queue_list(store)["queues"]),
+        graphs=rows.graph_rows(graph_list, utcnow()),
+        sessions=rows.session_rows([s for s in session_list if in_project(s["workdir"])]),
+    )
+
+
+def read_page(store: Store, kind: Kind, item_id: str) -> Page:
+    """The page for one item, read as ``spec get``, ``queue list Q``, ``graph info`` (with
+    its consistency check against Temporal) or ``session get`` with its transcript."""
+    if kind == "spec":
+        return Page(kind, item_id, panes.spec_page(specs.spec_get(store, item_id)))
+    if kind == "queue":
+        return Page(kind, item_id, panes.queue_page(queues.queue_list(store, item_id)))
+    if kind == "graph":
+        info = graphs.graph_info(store, item_id)
+        ui_url = devserver.status()["ui_url"]
+        page = panes.graph_page(info, utcnow(), ui_url)
+        return Page(kind, item_id, page, tuple(node.name for node in info.nodes))
+    return Page(kind, item_id, panes.session_page(sessions.session_transcript(store, item_id)))
