@@ -134,20 +134,20 @@ class CanopyApp(App[None]):
         """Re-read the sidebar and the selected item's page, unless still reading them."""
         if "sidebar" not in self.busy:
             self.busy.add("sidebar")
-            self.read_sidebar(self.project, self.finished_sessions, self.started)
+            self.read_sidebar(self.project, self.finished_sessions, not self.started)
         if self.selected is not None and "page" not in self.busy:
             self.busy.add("page")
             self.read_page(*self.selected)
 
     @work(thread=True, group="sidebar")
-    def read_sidebar(self, project: str | None, finished: bool, started: bool) -> None:
-        """Read the sidebar; on the first read, choose the project to start on."""
+    def read_sidebar(self, project: str | None, finished: bool, first: bool) -> None:
+        """Read the sidebar; the first read also chooses the project to start on."""
         try:
             store = self.store()
-            if not started:
+            if first:
                 project = reads.start_project(store, self.start_workdir, self.cwd)
             sidebar = reads.read_sidebar(store, project, finished)
-            self.call_from_thread(self.show_sidebar, project, sidebar, started)
+            self.call_from_thread(self.show_sidebar, project, sidebar, first)
         except Exception as error:
             self.call_from_thread(self.show_read_error, error)
         finally:
@@ -173,13 +173,15 @@ class CanopyApp(App[None]):
         line = str(error) if isinstance(error, Refused) else unexpected_error_line(error)
         self.notify(line, severity="error", timeout=3)
 
-    def show_sidebar(self, project: str | None, sidebar: reads.Sidebar, started: bool) -> None:
-        """Show a sidebar read, unless the project changed since it was asked for."""
-        if not started:
+    def show_sidebar(self, project: str | None, sidebar: reads.Sidebar, first: bool) -> None:
+        """Show a sidebar read, unless the project changed since it was asked for. The
+        first read also chose the project to start on, unless one was picked meanwhile."""
+        adopt = first and not self.started
+        if adopt:
             self.started, self.project = True, project
         elif project != self.project:
             return
-        self._show_projects(sidebar.projects)
+        self._show_projects(sidebar.projects, adopt)
         for section_id in SECTIONS:
             rows = getattr(sidebar, section_id)
             if self.filter_text:
@@ -191,19 +193,19 @@ class CanopyApp(App[None]):
             if str(heading.content) != label:
                 heading.update(label)
 
-    def _show_projects(self, projects: list[str]) -> None:
-        picker: Select[str] = self.query_one("#project", Select)
+    def _show_projects(self, projects: list[str], adopt: bool) -> None:
+        """Offer ``projects`` in the picker; it shows the selected project when the app
+        chose it (at start) or when its choices changed, and is left to the user else."""
         wanted = [ALL, *projects]
         if self.project is not None and self.project not in wanted:
             wanted.append(self.project)
-        if self.project_choices != wanted:
-            self.project_choices = wanted
-            with picker.prevent(Select.Changed):
-                picker.set_options((value, value) for value in wanted)
-        current = ALL if self.project is None else self.project
-        if picker.value != current:
-            with picker.prevent(Select.Changed):
-                picker.value = current
+        if self.project_choices == wanted and not adopt:
+            return
+        self.project_choices = wanted
+        picker: Select[str] = self.query_one("#project", Select)
+        with picker.prevent(Select.Changed):
+            picker.set_options((value, value) for value in wanted)
+            picker.value = ALL if self.project is None else self.project
 
     def show_page(self, page: reads.Page) -> None:
         """Show a page read, if its item is still the selected one and it changed (the
@@ -216,8 +218,14 @@ class CanopyApp(App[None]):
     # ----------------------------------------------------------------- selection
 
     def on_select_changed(self, event: Select.Changed) -> None:
-        """Another project picked: re-read the sidebar for it."""
-        self.project = None if event.value in (ALL, Select.BLANK) else str(event.value)
+        """Another project picked: re-read the sidebar for it. A change the picker
+        reports for the value it already had (its first value, at mount) or no longer has
+        is not a pick."""
+        picked = None if event.value in (ALL, Select.BLANK) else str(event.value)
+        if picked == self.project or event.value != event.select.value:
+            return
+        self.started = True  # a first read still under way no longer picks the project
+        self.project = picked
         self.busy.discard("sidebar")
         self.refresh_view()
 

@@ -1,0 +1,212 @@
+"""The terminal UI, driven through Textual's pilot and in a real terminal (reference: "The
+TUI sidebar shows backlog specs under the Backlog section, filtered to the selected
+project's workdir"; a guard pause "stores the blocker on the graph, so … the TUI flags
+the graph blocked, until a resume clears it"; interactive hooks enqueue "exactly as if
+sent from the promptbuilder")."""
+
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+from textual.pilot import Pilot
+from textual.widgets import Input, OptionList, Select
+
+from canopy.ops import sessions, specs
+from canopy.sessions.transcripts import read_turns
+from canopy.store.engine import Store
+from canopy.tui.app import ALL, CanopyApp
+from canopy.tui.rows import BLOCKED
+from canopy.tui.sections import Section
+from tests import engine
+from tests.cli_helpers import canopy_env
+from tests.conftest import body
+from tests.engine import eventually, git_repo, make_graph, make_queue
+
+TIMEOUT = 60.0
+SIZE = (120, 40)
+
+store = engine.home_store
+"""The store of this test's data dir, the one ``canopy tui`` opens."""
+
+
+def section(app: CanopyApp, name: str) -> Section:
+    return app.query_one(f"#{name}", Section)
+
+
+async def showing(app: CanopyApp, name: str, ids: list[str]) -> None:
+    """Wait until the sidebar section ``name`` shows exactly ``ids``, in order."""
+    await eventually(lambda: section(app, name).item_ids() == ids, f"{name} showing {ids}")
+
+
+def spec_in(store: Store, name: str, workdir: Path | None) -> str:
+    tag = str(workdir) if workdir is not None else None
+    spec_id: str = specs.spec_create(store, name, body(f"{name} summary"), workdir=tag)["id"]
+    return spec_id
+
+
+async def test_the_backlog_shows_exactly_the_selected_projects_standalone_specs(
+    store: Store, tmp_path: Path
+) -> None:
+    app_dir, other_dir = tmp_path / "app", tmp_path / "other"
+    login, logout = spec_in(store, "login", app_dir), spec_in(store, "logout", app_dir)
+    bound = spec_in(store, "bound", app_dir)
+    make_graph(store, app_dir, [{"name": "work", "command": "true"}], specs=[bound])
+    elsewhere = spec_in(store, "elsewhere", other_dir)
+    untagged = spec_in(store, "untagged", None)
+
+    app = CanopyApp(cwd=str(app_dir / "src"))  # started inside the project: it is selected
+    async with app.run_test(size=SIZE):
+        await showing(app, "backlog", [login, logout])
+        picker: Select[str] = app.query_one("#project", Select)
+        assert picker.value == str(app_dir)
+
+        picker.value = str(other_dir)
+        await showing(app, "backlog", [elsewhere])
+        picker.value = ALL
+        await showing(app, "backlog", [login, logout, elsewhere, untagged])
+
+    app = CanopyApp(workdir=str(other_dir), cwd=str(app_dir))  # --workdir wins
+    async with app.run_test(size=SIZE):
+        await showing(app, "backlog", [elsewhere])
+
+
+def graph_lines(app: CanopyApp) -> dict[str, str]:
+    """Each graph's sidebar line."""
+    return {graph: line.plain for graph, line in section(app, "graphs").shown}
+
+
+def flagged_first(app: CanopyApp, graph: str) -> bool:
+    """Whether ``graph`` is the first row of Graphs, flagged blocked and all in red."""
+    rows = section(app, "graphs").shown
+    if not rows or rows[0][0] != graph or not rows[0][1].plain.startswith(BLOCKED):
+        return False
+    return all("red" in str(span.style) for span in rows[0][1].spans)
+
+
+@pytest.mark.server
+async def test_a_graph_paused_by_the_dirty_tree_guard_is_flagged_until_continue(
+    serving: Client, store: Store, tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "repo")
+    calm = make_graph(store, repo, [{"name": "work", "command": "true"}], name="calm")
+    a, b = spec_in(store, "alpha", repo), spec_in(store, "beta", repo)
+    queue = make_queue(store, [a, b])
+    dirty_after_a = {"name": "work", "command": f"test {{{{spec_id}}}} != {a} || echo x > x.txt"}
+    graph = make_graph(store, repo, [dirty_after_a], name="build")
+
+    app = CanopyApp(cwd=str(repo))
+    async with app.run_test(size=SIZE) as pilot:
+        await showing(app, "graphs", [calm, graph])
+        await highlight(pilot, app, "graphs", graph)
+        await pilot.press("g")  # run over a queue, picked in a dialog
+        await pick(pilot, app, queue)
+
+        await eventually(lambda: flagged_first(app, graph), "the graph flagged, first, in red")
+        page = await eventually(lambda: app.page and "x.txt" in app.page.markdown, "the page")
+        assert page
+
+        (repo / "x.txt").unlink()  # clean the tree by hand, then continue (re-check)
+        await pilot.press("c")
+        await eventually(lambda: BLOCKED not in graph_lines(app)[graph], "the flag to clear")
+        assert list(graph_lines(app)) == [calm, graph]  # back in the store's order
+        await eventually(lambda: specs.spec_get(store, b)["status"] == "completed", "beta")
+        await eventually(lambda: graph_lines(app)[graph].endswith("completed"), "the settle")
+
+
+async def highlight(pilot: Pilot[None], app: CanopyApp, name: str, item: str) -> None:
+    """Focus a sidebar section and move to ``item`` with the arrow keys."""
+    listed = section(app, name)
+    listed.focus()
+    while listed.highlighted_option is None or listed.highlighted_option.id != item:
+        await pilot.press("down")
+    await eventually(lambda: app.selected == ("graph", item), f"{item} selected")
+
+
+async def pick(pilot: Pilot[None], app: CanopyApp, choice: str) -> None:
+    """In the open pick dialog, move to ``choice`` and press enter."""
+    choices = await eventually(lambda: app.screen.query(OptionList).first(), "the dialog")
+    while choices.highlighted_option is None or choices.highlighted_option.id != choice:
+        await pilot.press("down")
+    await pilot.press("enter")
+
+
+@pytest.mark.server
+async def test_the_prompt_box_enqueues_with_source_promptbuilder(
+    serving: Client, store: Store, tmp_path: Path
+) -> None:
+    workdir = git_repo(tmp_path / "repo")
+    session = sessions.session_new(store, "claude", name="pair", workdir=str(workdir))
+    app = CanopyApp(cwd=str(workdir))
+    async with app.run_test(size=SIZE) as pilot:
+        await showing(app, "sessions", [session["id"]])
+        listed = section(app, "sessions")
+        listed.focus()
+        await pilot.press("down")
+        box = app.query_one("#prompt", Input)
+        await eventually(lambda: box.display, "the prompt box")
+        box.focus()
+        box.value = "FAKE: say hello there"
+        await pilot.press("enter")
+
+        transcript = Path(session["transcript_path"])
+        turns = await eventually(lambda: read_turns(transcript), "the delivered turn")
+        assert [(t["prompt"], t["provenance"]["source"]) for t in turns] == [
+            ("FAKE: say hello there", "promptbuilder")
+        ]
+        await eventually(
+            lambda: app.page is not None and "fake agent done" in app.page.markdown,
+            "the reply in the session pane",
+        )
+
+
+def tmux(socket: str, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run tmux on a server of this test's own (``-L``); its stdout."""
+    done = subprocess.run(
+        ["tmux", "-L", socket, *args], capture_output=True, text=True, env=env, timeout=30
+    )
+    return done.stdout if done.returncode == 0 else ""
+
+
+@pytest.mark.skipif(
+    shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)"
+)
+async def test_in_a_real_terminal_canopy_tui_draws_the_backlog_and_quits_on_q(
+    store: Store, canopy_home: Path, tmp_path: Path
+) -> None:
+    workdir = tmp_path / "app"
+    workdir.mkdir()
+    spec_in(store, "login page", workdir)
+    socket = f"canopy-test-{tmp_path.name}"
+    command = shlex.join([sys.executable, "-m", "canopy.cli.main", "tui"])
+    env = canopy_env(canopy_home)
+    tmux(
+        socket,
+        "new-session",
+        "-d",
+        "-s",
+        "tui",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "-c",
+        str(workdir),
+        command,
+        env=env,
+    )
+    try:
+
+        def drawn() -> str | None:
+            screen = tmux(socket, "capture-pane", "-p", "-t", "tui")
+            return screen if "login page" in screen else None
+
+        screen = await eventually(drawn, "the Backlog drawn")
+        assert "Backlog (1)" in screen
+        tmux(socket, "send-keys", "-t", "tui", "q")
+        await eventually(lambda: not tmux(socket, "list-sessions"), "canopy tui to quit on q")
+    finally:
+        tmux(socket, "kill-server")
