@@ -4,6 +4,7 @@ project's workdir"; a guard pause "stores the blocker on the graph, so … the T
 the graph blocked, until a resume clears it"; interactive hooks enqueue "exactly as if
 sent from the promptbuilder")."""
 
+import os
 import shlex
 import shutil
 import subprocess
@@ -20,14 +21,16 @@ from canopy.sessions.transcripts import read_turns
 from canopy.store.engine import Store
 from canopy.tui.app import ALL, CanopyApp
 from canopy.tui.rows import BLOCKED
+from canopy.tui.screens import HelpScreen
 from canopy.tui.sections import Section
 from tests import engine
 from tests.cli_helpers import canopy_env
 from tests.conftest import body
 from tests.engine import eventually, git_repo, make_graph, make_queue
 
-TIMEOUT = 60.0
 SIZE = (120, 40)
+SCREENSHOT = "CANOPY_TUI_SCREENSHOT"
+"""Where the blocked-graph test saves its screen as SVG (docs/tui.md shows it)."""
 
 store = engine.home_store
 """The store of this test's data dir, the one ``canopy tui`` opens."""
@@ -74,6 +77,21 @@ async def test_the_backlog_shows_exactly_the_selected_projects_standalone_specs(
         await showing(app, "backlog", [elsewhere])
 
 
+async def test_slash_filters_the_lists_and_escape_clears_it(store: Store, tmp_path: Path) -> None:
+    login, logout = spec_in(store, "login", tmp_path), spec_in(store, "logout", tmp_path)
+    app = CanopyApp(cwd=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await showing(app, "backlog", [login, logout])
+        await pilot.press("slash", *"OUT")
+        await showing(app, "backlog", [logout])
+        await pilot.press("escape")
+        await showing(app, "backlog", [login, logout])
+        await pilot.press("question_mark")
+        await eventually(lambda: isinstance(app.screen, HelpScreen), "the key help")
+        await pilot.press("escape", "q")
+    assert app.return_code == 0
+
+
 def graph_lines(app: CanopyApp) -> dict[str, str]:
     """Each graph's sidebar line."""
     return {graph: line.plain for graph, line in section(app, "graphs").shown}
@@ -108,6 +126,9 @@ async def test_a_graph_paused_by_the_dirty_tree_guard_is_flagged_until_continue(
         await eventually(lambda: flagged_first(app, graph), "the graph flagged, first, in red")
         page = await eventually(lambda: app.page and "x.txt" in app.page.markdown, "the page")
         assert page
+        if shot := os.environ.get(SCREENSHOT):
+            await pilot.pause()  # let the page's markdown render
+            Path(shot).write_text(app.export_screenshot(title="canopy tui"))
 
         (repo / "x.txt").unlink()  # clean the tree by hand, then continue (re-check)
         await pilot.press("c")

@@ -59,7 +59,7 @@ def spec_rows(specs: list[dict[str, Any]]) -> list[Row]:
 def queue_rows(queues: list[dict[str, Any]]) -> list[Row]:
     """Queue rows: name and pending / total members."""
     return [
-        (q["id"], Text(q["name"]) + Text(f"  {q['pending']}/{q['members']}", style="dim"))
+        (q["id"], Text(q["name"]) + Text(f" · {q['pending']}/{q['members']}", style="dim"))
         for q in queues
     ]
 
@@ -74,10 +74,10 @@ def graph_rows(graphs: list[dict[str, Any]], now: datetime) -> list[Row]:
             line = Text(f"{BLOCKED} ", style="bold red") + Text(graph["name"], style="bold red")
         else:
             line = _status(graph["status"]) + Text(graph["name"])
-            line.append(f"  {graph['status']}", style="dim")
+            line.append(f" · {graph['status']}", style="dim")
         left = countdown(graph["scheduled_resume_at"], now)
         if left is not None:
-            line.append(f"  ⏳ {left}", style="magenta")
+            line.append(f" · ⏳ {left}", style="magenta")
         rows.append((graph["id"], line))
     return rows
 
@@ -87,8 +87,8 @@ def session_rows(sessions: list[dict[str, Any]]) -> list[Row]:
     rows = []
     for session in sessions:
         line = _status(session["status"]) + Text(session["name"])
-        line.append(f"  {session['platform']}", style="dim")
+        line.append(f" · {session['platform']}", style="dim")
         if session["queued_messages"]:
-            line.append(f"  ✉ {session['queued_messages']}", style="yellow")
+            line.append(f" · ✉ {session['queued_messages']}", style="yellow")
         rows.append((session["id"], line))
     return rows
