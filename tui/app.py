@@ -9,9 +9,7 @@ The view re-reads about once a second; rows that did not change are not redrawn.
 
 from __future__ import annotations
 
-import asyncio
 import os
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from textual import work
@@ -21,10 +19,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Header, Input, Label, Markdown, OptionList, Select
 
 from canopy.errors import Refused, unexpected_error_line
-from canopy.ops import control, graphs, runs
-from canopy.ops.session_wake import send_message
 from canopy.store.engine import Store, open_store
 from canopy.tui import reads
+from canopy.tui.rows import Row
 from canopy.tui.screens import ConfirmScreen, HelpScreen, PickScreen
 from canopy.tui.sections import Section
 
@@ -43,7 +40,6 @@ GRAPH_ACTIONS = frozenset(
     {"continue_run", "run_from_node", "skip_next", "pause", "stop", "reset", "toggle_dirty"}
 )
 """Actions on the selected graph: offered only while a graph is selected."""
-Operation = Callable[[Store], dict[str, Any]]
 
 
 class CanopyApp(App[None]):
@@ -131,27 +127,54 @@ class CanopyApp(App[None]):
         return self._store
 
     def refresh_view(self) -> None:
-        """Re-read the sidebar and the selected item's page, unless still reading them."""
-        if "sidebar" not in self.busy:
-            self.busy.add("sidebar")
-            self.read_sidebar(self.project, self.finished_sessions, not self.started)
+        """Re-read what is shown, each part unless it is still being read. At start the
+        Backlog comes alone (its first read also chooses the project); graphs, sessions
+        and pages follow once it is on screen, so loading their operations does not
+        hold up the first paint."""
+        if "backlog" not in self.busy:
+            self.busy.add("backlog")
+            self.read_backlog(self.project, not self.started)
+        if not self.started:
+            return
+        if "activity" not in self.busy:
+            self.busy.add("activity")
+            self.read_activity(self.project, self.finished_sessions)
         if self.selected is not None and "page" not in self.busy:
             self.busy.add("page")
             self.read_page(*self.selected)
 
-    @work(thread=True, group="sidebar")
-    def read_sidebar(self, project: str | None, finished: bool, first: bool) -> None:
-        """Read the sidebar; the first read also chooses the project to start on."""
+    def reread_sidebar(self) -> None:
+        """Read the sidebar again now, whatever reads are under way (their answers, for
+        what was shown before, are dropped)."""
+        self.busy -= {"backlog", "activity"}
+        self.refresh_view()
+
+    @work(thread=True, group="backlog")
+    def read_backlog(self, project: str | None, first: bool) -> None:
+        """Read the project picker's choices, the Backlog and the queues; the first read
+        also chooses the project to start on."""
         try:
             store = self.store()
             if first:
                 project = reads.start_project(store, self.start_workdir, self.cwd)
-            sidebar = reads.read_sidebar(store, project, finished)
-            self.call_from_thread(self.show_sidebar, project, sidebar, first)
+            self.call_from_thread(
+                self.show_sidebar, project, reads.read_backlog(store, project), first
+            )
         except Exception as error:
             self.call_from_thread(self.show_read_error, error)
         finally:
-            self.call_from_thread(self.done_reading, "sidebar")
+            self.call_from_thread(self.done_reading, "backlog")
+
+    @work(thread=True, group="activity")
+    def read_activity(self, project: str | None, finished: bool) -> None:
+        """Read the graphs and sessions of the project."""
+        try:
+            activity = reads.read_activity(self.store(), project, finished)
+            self.call_from_thread(self.show_sidebar, project, activity, False)
+        except Exception as error:
+            self.call_from_thread(self.show_read_error, error)
+        finally:
+            self.call_from_thread(self.done_reading, "activity")
 
     @work(thread=True, group="page")
     def read_page(self, kind: reads.Kind, item_id: str) -> None:
@@ -165,7 +188,8 @@ class CanopyApp(App[None]):
             self.call_from_thread(self.done_reading, "page")
 
     def done_reading(self, what: str) -> None:
-        """A read of ``what`` (``sidebar``, ``page``) ended: the next refresh may start one."""
+        """A read of ``what`` (``backlog``, ``activity``, ``page``) ended: the next refresh
+        may start one."""
         self.busy.discard(what)
 
     def show_read_error(self, error: Exception) -> None:
@@ -179,11 +203,15 @@ class CanopyApp(App[None]):
         adopt = first and not self.started
         if adopt:
             self.started, self.project = True, project
+            self.call_after_refresh(self.refresh_view)  # graphs and sessions, once painted
         elif project != self.project:
             return
-        self._show_projects(sidebar.projects, adopt)
+        if sidebar.projects is not None:
+            self._show_projects(sidebar.projects, adopt)
         for section_id in SECTIONS:
-            rows = getattr(sidebar, section_id)
+            rows: list[Row] | None = getattr(sidebar, section_id)
+            if rows is None:
+                continue
             if self.filter_text:
                 rows = [r for r in rows if self.filter_text in r[1].plain.lower()]
             section = self.query_one(f"#{section_id}", Section)
@@ -226,8 +254,7 @@ class CanopyApp(App[None]):
             return
         self.started = True  # a first read still under way no longer picks the project
         self.project = picked
-        self.busy.discard("sidebar")
-        self.refresh_view()
+        self.reread_sidebar()
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         """The detail pane follows the highlighted row."""
@@ -267,10 +294,14 @@ class CanopyApp(App[None]):
     # ----------------------------------------------------------------- actions
 
     @work(thread=True, group="action")
-    def act(self, doing: str, operation: Operation) -> None:
-        """Run one operation on a worker thread; say how it went, then re-read."""
+    def act(self, doing: str, action: str, *args: str | None) -> None:
+        """Run the action ``action`` of :mod:`canopy.tui.steering` with ``args`` on a
+        worker thread; say how it went, then re-read. That module is imported here, on
+        the first action, not when the app starts."""
         try:
-            result = operation(self.store())
+            from canopy.tui import steering
+
+            result = getattr(steering, action)(self.store(), *args)
         except Exception as error:
             line = str(error) if isinstance(error, Refused) else unexpected_error_line(error)
             self.call_from_thread(self.notify, line, title=doing, severity="error")
@@ -279,10 +310,10 @@ class CanopyApp(App[None]):
         self.call_from_thread(self.notify, "; ".join(said) or "done", title=doing)
         self.call_from_thread(self.refresh_view)
 
-    def _confirmed(self, question: str, doing: str, operation: Operation) -> None:
+    def _confirmed(self, question: str, doing: str, action: str, *args: str | None) -> None:
         def answered(yes: bool | None) -> None:
             if yes:
-                self.act(doing, operation)
+                self.act(doing, action, *args)
 
         self.push_screen(ConfirmScreen(question), answered)
 
@@ -298,7 +329,7 @@ class CanopyApp(App[None]):
         """Resume the selected graph: re-check the tree (``graph continue``)."""
         graph = self.selected_graph()
         if graph is not None:
-            self.act("continue", lambda store: asyncio.run(control.graph_continue(store, graph)))
+            self.act("continue", "continue_run", graph)
 
     def action_run_from_node(self) -> None:
         """Resume by starting the next spec at a node picked from the graph's nodes."""
@@ -308,12 +339,7 @@ class CanopyApp(App[None]):
 
         def picked(node: str | None) -> None:
             if node is not None:
-                self.act(
-                    f"continue from {node}",
-                    lambda store: asyncio.run(
-                        control.graph_continue(store, graph, "run_from_node", node)
-                    ),
-                )
+                self.act(f"continue from {node}", "continue_run", graph, "run_from_node", node)
 
         choices = [(node, node) for node in self.page.nodes]
         self.push_screen(PickScreen("Start the next spec at node:", choices), picked)
@@ -325,14 +351,16 @@ class CanopyApp(App[None]):
             self._confirmed(
                 "Skip the next spec and go on?",
                 "skip next spec",
-                lambda store: asyncio.run(control.graph_continue(store, graph, "skip_next_spec")),
+                "continue_run",
+                graph,
+                "skip_next_spec",
             )
 
     def action_pause(self) -> None:
         """Pause the selected graph at the next spec boundary."""
         graph = self.selected_graph()
         if graph is not None:
-            self.act("pause", lambda store: asyncio.run(control.graph_pause(store, graph)))
+            self.act("pause", "pause", graph)
 
     def action_stop(self) -> None:
         """Kill the node in flight and pause (asks first)."""
@@ -341,7 +369,8 @@ class CanopyApp(App[None]):
             self._confirmed(
                 "Stop: kill the node in flight, mark its spec interrupted and pause?",
                 "stop",
-                lambda store: asyncio.run(control.graph_stop(store, graph)),
+                "stop",
+                graph,
             )
 
     def action_reset(self) -> None:
@@ -351,21 +380,15 @@ class CanopyApp(App[None]):
             self._confirmed(
                 "Reset: end the run, clear the blocker and reopen bound specs?",
                 "reset",
-                lambda store: asyncio.run(control.graph_reset(store, graph)),
+                "reset",
+                graph,
             )
 
     def action_toggle_dirty(self) -> None:
         """Flip the selected graph's ``allow_dirty_start`` (``graph edit``)."""
         graph = self.selected_graph()
-        if graph is None:
-            return
-
-        def flip(store: Store) -> dict[str, Any]:
-            allowed = graphs.graph_info(store, graph).allow_dirty_start
-            graphs.graph_edit(store, graph, {"allow_dirty_start": not allowed})
-            return {"status": f"allow_dirty_start {'off' if allowed else 'on'}"}
-
-        self.act("allow_dirty_start", flip)
+        if graph is not None:
+            self.act("allow_dirty_start", "toggle_dirty", graph)
 
     def action_run_graph(self) -> None:
         """Start a run of the selected graph over a queue picked from the sidebar's
@@ -379,19 +402,14 @@ class CanopyApp(App[None]):
 
         def picked(queue: str | None) -> None:
             if queue is not None:
-                over = None if queue == bound else queue
-                self.act(
-                    "run",
-                    lambda store: asyncio.run(runs.graph_run(store, graph, queue=over)),
-                )
+                self.act("run", "run", graph, None if queue == bound else queue)
 
         self.push_screen(PickScreen("Run the graph over:", choices), picked)
 
     def action_toggle_finished(self) -> None:
         """Show finished sessions too, or live ones only."""
         self.finished_sessions = not self.finished_sessions
-        self.busy.discard("sidebar")
-        self.refresh_view()
+        self.reread_sidebar()
 
     def action_filter(self) -> None:
         """Show the filter box: lists keep only rows containing its text."""
@@ -403,8 +421,7 @@ class CanopyApp(App[None]):
         """The filter applies as it is typed."""
         if event.input.id == "filter":
             self.filter_text = event.value.strip().lower()
-            self.busy.discard("sidebar")
-            self.refresh_view()
+            self.reread_sidebar()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         """Enter in the prompt box sends the message; in the filter, back to the lists."""
@@ -415,7 +432,7 @@ class CanopyApp(App[None]):
             return
         session, prompt = self.selected[1], event.value
         event.input.clear()
-        self.act("send", lambda store: asyncio.run(send_message(store, session, prompt)))
+        self.act("send", "send", session, prompt)
 
     def on_key(self, event: Any) -> None:
         """Escape in the filter box clears and hides it."""

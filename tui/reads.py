@@ -2,6 +2,8 @@
 
 Every read is an operation's (the ones ``canopy spec list``, ``queue list``,
 ``graph list``, ``graph info`` and ``session list`` run); the screen only shows them.
+The graph and session operations load pydantic, the graph model and the platforms, so
+they are imported by the reads that use them: the Backlog is drawn before they load.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from canopy.ops import graphs, projects, queues, sessions, specs
+from canopy.ops import projects, queues, specs
 from canopy.temporal import devserver
 from canopy.timefmt import utcnow
 from canopy.tui import panes, rows
@@ -23,13 +25,14 @@ Kind = Literal["spec", "queue", "graph", "session"]
 
 @dataclass(frozen=True)
 class Sidebar:
-    """The project picker's choices and the four sections for the selected project."""
+    """The project picker's choices and the four sections for the selected project, or
+    some of them (``None``: not part of this read)."""
 
-    projects: list[str]
-    backlog: list[rows.Row]
-    queues: list[rows.Row]
-    graphs: list[rows.Row]
-    sessions: list[rows.Row]
+    projects: list[str] | None = None
+    backlog: list[rows.Row] | None = None
+    queues: list[rows.Row] | None = None
+    graphs: list[rows.Row] | None = None
+    sessions: list[rows.Row] | None = None
 
 
 @dataclass(frozen=True)
@@ -51,16 +54,26 @@ def start_project(store: Store, workdir: str | None, cwd: str) -> str | None:
     return projects.project_of(projects.project_list(store), cwd)
 
 
-def read_sidebar(store: Store, project: str | None, finished_sessions: bool) -> Sidebar:
-    """The sidebar for ``project`` (a workdir, or ``None`` for all): its standalone specs,
-    every queue, its graphs and its sessions (live ones, or all when asked)."""
-    in_project = (lambda workdir: True) if project is None else (lambda w: w == project)
-    graph_list = [g for g in graphs.graph_list(store) if in_project(g["workdir"])]
-    session_list = sessions.session_list(store, finished_sessions)["sessions"]
+def read_backlog(store: Store, project: str | None) -> Sidebar:
+    """The project picker's choices, the standalone specs of ``project`` (a workdir, or
+    ``None`` for all) and every queue."""
     return Sidebar(
         projects=projects.project_list(store),
         backlog=rows.spec_rows(specs.spec_list(store, workdir=project, standalone=True)),
         queues=rows.queue_rows(queues.queue_list(store)["queues"]),
+    )
+
+
+def read_activity(store: Store, project: str | None, finished_sessions: bool) -> Sidebar:
+    """The graphs and sessions of ``project`` (live sessions, or all when asked)."""
+    from canopy.ops import graphs, sessions
+
+    def in_project(workdir: str | None) -> bool:
+        return project is None or workdir == project
+
+    graph_list = [g for g in graphs.graph_list(store) if in_project(g["workdir"])]
+    session_list = sessions.session_list(store, finished_sessions)["sessions"]
+    return Sidebar(
         graphs=rows.graph_rows(graph_list, utcnow()),
         sessions=rows.session_rows([s for s in session_list if in_project(s["workdir"])]),
     )
@@ -73,6 +86,8 @@ def read_page(store: Store, kind: Kind, item_id: str) -> Page:
         return Page(kind, item_id, panes.spec_page(specs.spec_get(store, item_id)))
     if kind == "queue":
         return Page(kind, item_id, panes.queue_page(queues.queue_list(store, item_id)))
+    from canopy.ops import graphs, sessions
+
     if kind == "graph":
         info = graphs.graph_info(store, item_id)
         ui_url = devserver.status()["ui_url"]

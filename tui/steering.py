@@ -1,0 +1,52 @@
+"""The TUI's actions: each runs the operation a CLI command runs, the way it runs it
+(an async one under its own ``asyncio.run``), on the worker thread that calls it.
+
+The app imports this module on the first action, on that thread: the operations that
+talk to Temporal load the SDK, which would double the time to the first paint.
+"""
+
+import asyncio
+from typing import Any
+
+from canopy.ops import control, graphs, runs
+from canopy.ops.session_wake import send_message
+from canopy.store.engine import Store
+
+
+def continue_run(
+    store: Store, graph: str, mode: str = "recheck", node: str | None = None
+) -> dict[str, Any]:
+    """``graph continue GRAPH [--mode MODE] [--node NODE]``."""
+    return asyncio.run(control.graph_continue(store, graph, mode, node))
+
+
+def pause(store: Store, graph: str) -> dict[str, Any]:
+    """``graph pause GRAPH``."""
+    return asyncio.run(control.graph_pause(store, graph))
+
+
+def stop(store: Store, graph: str) -> dict[str, Any]:
+    """``graph stop GRAPH``."""
+    return asyncio.run(control.graph_stop(store, graph))
+
+
+def reset(store: Store, graph: str) -> dict[str, Any]:
+    """``graph reset GRAPH``."""
+    return asyncio.run(control.graph_reset(store, graph))
+
+
+def run(store: Store, graph: str, queue: str | None) -> dict[str, Any]:
+    """``graph run GRAPH [--queue QUEUE]``."""
+    return asyncio.run(runs.graph_run(store, graph, queue=queue))
+
+
+def toggle_dirty(store: Store, graph: str) -> dict[str, Any]:
+    """``graph edit`` turning ``allow_dirty_start`` over."""
+    allowed = graphs.graph_info(store, graph).allow_dirty_start
+    graphs.graph_edit(store, graph, {"allow_dirty_start": not allowed})
+    return {"status": f"allow_dirty_start {'off' if allowed else 'on'}"}
+
+
+def send(store: Store, session: str, prompt: str) -> dict[str, Any]:
+    """``session send SESSION PROMPT``: recorded with source ``promptbuilder``."""
+    return asyncio.run(send_message(store, session, prompt))
