@@ -112,7 +112,7 @@ async def test_a_graph_paused_by_the_dirty_tree_guard_is_flagged_until_continue(
     repo = git_repo(tmp_path / "repo")
     calm = make_graph(store, repo, [{"name": "work", "command": "true"}], name="calm")
     a, b = spec_in(store, "alpha", repo), spec_in(store, "beta", repo)
-    queue = make_queue(store, [a, b])
+    make_queue(store, [a, b], name="nightly")
     dirty_after_a = {"name": "work", "command": f"test {{{{spec_id}}}} != {a} || echo x > x.txt"}
     graph = make_graph(store, repo, [dirty_after_a], name="build")
 
@@ -121,7 +121,7 @@ async def test_a_graph_paused_by_the_dirty_tree_guard_is_flagged_until_continue(
         await showing(app, "graphs", [calm, graph])
         await highlight(pilot, app, "graphs", graph)
         await pilot.press("g")  # run over a queue, picked in a dialog
-        await pick(pilot, app, queue)
+        await pick(pilot, app, "nightly ·")
 
         await eventually(lambda: flagged_first(app, graph), "the graph flagged, first, in red")
         page = await eventually(lambda: app.page and "x.txt" in app.page.markdown, "the page")
@@ -147,10 +147,16 @@ async def highlight(pilot: Pilot[None], app: CanopyApp, name: str, item: str) ->
     await eventually(lambda: app.selected == ("graph", item), f"{item} selected")
 
 
-async def pick(pilot: Pilot[None], app: CanopyApp, choice: str) -> None:
-    """In the open pick dialog, move to ``choice`` and press enter."""
+async def pick(pilot: Pilot[None], app: CanopyApp, label: str) -> None:
+    """In the pick dialog, move to the choice whose line starts with ``label`` and press
+    enter."""
     choices = await eventually(lambda: app.screen.query(OptionList).first(), "the dialog")
-    while choices.highlighted_option is None or choices.highlighted_option.id != choice:
+
+    def at_label() -> bool:
+        option = choices.highlighted_option
+        return option is not None and str(option.prompt).startswith(label)
+
+    while not at_label():
         await pilot.press("down")
     await pilot.press("enter")
 
@@ -182,6 +188,24 @@ async def test_the_prompt_box_enqueues_with_source_promptbuilder(
             lambda: app.page is not None and "fake agent done" in app.page.markdown,
             "the reply in the session pane",
         )
+
+
+async def test_the_resume_step_relaunches_a_finished_session_with_its_id_and_name(
+    store: Store, tmp_path: Path
+) -> None:
+    workdir = tmp_path / "app"
+    workdir.mkdir()
+    pair = sessions.session_new(store, "claude", name="pair", workdir=str(workdir))
+    sessions.session_close(store, pair["id"])
+    app = CanopyApp(cwd=str(workdir))
+    async with app.run_test(size=SIZE) as pilot:
+        await eventually(lambda: app.project == str(workdir), "the project")
+        await showing(app, "sessions", [])  # live sessions only
+        await pilot.press("o")
+        await pick(pilot, app, "resume pair")
+        await showing(app, "sessions", [pair["id"]])
+    resumed = sessions.session_get(store, pair["id"])
+    assert (resumed["id"], resumed["name"], resumed["status"]) == (pair["id"], "pair", "live")
 
 
 def tmux(socket: str, *args: str, env: dict[str, str] | None = None) -> str:

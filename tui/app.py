@@ -24,6 +24,7 @@ from canopy.tui import reads
 from canopy.tui.rows import Row
 from canopy.tui.screens import ConfirmScreen, HelpScreen, PickScreen
 from canopy.tui.sections import Section
+from canopy.workdir import normalize_workdir
 
 REFRESH_SECONDS = 1.0
 ALL = "(all)"
@@ -70,6 +71,7 @@ class CanopyApp(App[None]):
         Binding("s", "stop", "Stop"),
         Binding("r", "reset", "Reset"),
         Binding("a", "toggle_dirty", "Dirty ok"),
+        Binding("o", "new_session", "Session"),
         Binding("f", "toggle_finished", "Finished"),
     ]
     HELP_EXTRA = (
@@ -405,6 +407,32 @@ class CanopyApp(App[None]):
                 self.act("run", "run", graph, None if queue == bound else queue)
 
         self.push_screen(PickScreen("Run the graph over:", choices), picked)
+
+    def action_new_session(self) -> None:
+        """The New Session dialog for the selected project (or the current directory,
+        when all projects are shown): a new session, or one to resume."""
+        self.read_session_choices(self.project or normalize_workdir(self.cwd))
+
+    @work(thread=True, group="dialog")
+    def read_session_choices(self, workdir: str) -> None:
+        """Read the New Session dialog's choices, then open it."""
+        try:
+            choices = reads.read_session_choices(self.store(), workdir)
+        except Exception as error:
+            self.call_from_thread(self.show_read_error, error)
+            return
+        self.call_from_thread(self.show_session_choices, workdir, choices)
+
+    def show_session_choices(self, workdir: str, choices: list[reads.SessionChoice]) -> None:
+        """Open the New Session dialog; the pick runs its action."""
+
+        def picked(index: str | None) -> None:
+            if index is not None:
+                choice = choices[int(index)]
+                self.act(choice.label, choice.action, *choice.args)
+
+        lines = [(str(index), choice.label) for index, choice in enumerate(choices)]
+        self.push_screen(PickScreen(f"New session in {workdir}:", lines), picked)
 
     def action_toggle_finished(self) -> None:
         """Show finished sessions too, or live ones only."""

@@ -94,3 +94,55 @@ def read_page(store: Store, kind: Kind, item_id: str) -> Page:
         page = panes.graph_page(info, utcnow(), ui_url)
         return Page(kind, item_id, page, tuple(node.name for node in info.nodes))
     return Page(kind, item_id, panes.session_page(sessions.session_transcript(store, item_id)))
+
+
+@dataclass(frozen=True)
+class SessionChoice:
+    """One line of the New Session dialog: its label, and the action of
+    :mod:`canopy.tui.steering` (with its arguments after the store) that picking it
+    runs."""
+
+    label: str
+    action: str
+    args: tuple[str | None, ...]
+
+
+def read_session_choices(store: Store, workdir: str) -> list[SessionChoice]:
+    """The New Session dialog for ``workdir``: a new session on each platform, then the
+    Resume step, newest first: the finished sessions that worked there (each comes back
+    with its id and name, as ``session resume`` brings it) and the harness's own
+    conversations there that no Canopy session drives (each becomes a new session).
+    A platform that cannot list its conversations is left out of the Resume step."""
+    from canopy.errors import Refused
+    from canopy.ops import sessions
+    from canopy.platforms import platform_names
+
+    names = platform_names()
+    choices = [
+        SessionChoice(f"new {name} session", "new_session", (name, workdir)) for name in names
+    ]
+    listed = sessions.session_list(store, include_finished=True)["sessions"]
+    finished = [s for s in listed if s["status"] == "finished" and s["workdir"] == workdir]
+    choices += [
+        SessionChoice(
+            f"resume {s['name']} ({s['platform']}, {s['id']})",
+            "resume",
+            (s["id"], None, None, None),
+        )
+        for s in reversed(finished)
+    ]
+    for name in names:
+        try:
+            found = sessions.harness_conversations(store, name, workdir)["conversations"]
+        except Refused:
+            continue
+        choices += [
+            SessionChoice(
+                f"resume {name} conversation {c['title'] or c['conversation_id']}",
+                "resume",
+                (None, c["conversation_id"], name, workdir),
+            )
+            for c in found
+            if c["session_id"] is None
+        ]
+    return choices

@@ -8,8 +8,8 @@ talk to Temporal load the SDK, which would double the time to the first paint.
 import asyncio
 from typing import Any
 
-from canopy.ops import control, graphs, runs
-from canopy.ops.session_wake import send_message
+from canopy.ops import control, graphs, runs, sessions
+from canopy.ops.session_wake import resume_session, send_message
 from canopy.store.engine import Store
 
 
@@ -50,3 +50,20 @@ def toggle_dirty(store: Store, graph: str) -> dict[str, Any]:
 def send(store: Store, session: str, prompt: str) -> dict[str, Any]:
     """``session send SESSION PROMPT``: recorded with source ``promptbuilder``."""
     return asyncio.run(send_message(store, session, prompt))
+
+
+def new_session(store: Store, platform: str, workdir: str) -> dict[str, Any]:
+    """``session new --platform PLATFORM --workdir WORKDIR`` (a generated name)."""
+    return sessions.session_new(store, platform, workdir=workdir)
+
+
+def resume(
+    store: Store,
+    session: str | None,
+    conversation: str | None,
+    platform: str | None,
+    workdir: str | None,
+) -> dict[str, Any]:
+    """``session resume SESSION`` or ``session resume --harness-conversation ID
+    --platform PLATFORM --workdir WORKDIR``."""
+    return asyncio.run(resume_session(store, session, conversation, platform, workdir))
