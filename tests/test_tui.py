@@ -7,6 +7,7 @@ sent from the promptbuilder")."""
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -188,6 +189,21 @@ async def test_the_prompt_box_enqueues_with_source_promptbuilder(
             lambda: app.page is not None and "fake agent done" in app.page.markdown,
             "the reply in the session pane",
         )
+        assert app.sub_title == "daemon serving"
+
+
+async def test_a_daemon_that_is_down_is_shown_and_the_store_still_reads(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("TEMPORAL_ADDRESS", f"127.0.0.1:{probe.getsockname()[1]}")
+    login = spec_in(store, "login", tmp_path)
+    app = CanopyApp(cwd=str(tmp_path))
+    async with app.run_test(size=SIZE):
+        await showing(app, "backlog", [login])
+        await eventually(lambda: app.sub_title.startswith("daemon down: "), "the daemon down")
+        assert "cannot reach Temporal" in app.sub_title
 
 
 async def test_the_resume_step_relaunches_a_finished_session_with_its_id_and_name(

@@ -27,6 +27,8 @@ from canopy.tui.sections import Section
 from canopy.workdir import normalize_workdir
 
 REFRESH_SECONDS = 1.0
+DAEMON_CHECK_SECONDS = 5.0
+"""How often the header's daemon state is checked (each check connects to Temporal)."""
 ALL = "(all)"
 """The project picker's value for every project."""
 SECTIONS: dict[str, reads.Kind] = {
@@ -117,7 +119,29 @@ class CanopyApp(App[None]):
     def on_mount(self) -> None:
         self.query_one("#backlog", Section).focus()
         self.set_interval(REFRESH_SECONDS, self.refresh_view)
+        self.set_interval(DAEMON_CHECK_SECONDS, self.check_daemon)
         self.refresh_view()
+
+    def check_daemon(self) -> None:
+        """Ask whether a daemon serves, unless still asking (once the Backlog is shown)."""
+        if self.started and "daemon" not in self.busy:
+            self.busy.add("daemon")
+            self.read_daemon()
+
+    @work(thread=True, group="daemon")
+    def read_daemon(self) -> None:
+        """Show in the header whether a daemon serves: runs and messages wait without."""
+        try:
+            problem = reads.read_daemon()
+            state = "daemon serving" if problem is None else f"daemon down: {problem}"
+        except Exception as error:
+            state = f"daemon unknown: {unexpected_error_line(error)}"
+        self.call_from_thread(self.show_daemon, state)
+
+    def show_daemon(self, state: str) -> None:
+        """The daemon's state, in the header."""
+        self.sub_title = state
+        self.busy.discard("daemon")
 
     # ----------------------------------------------------------------- reads
 
@@ -206,6 +230,7 @@ class CanopyApp(App[None]):
         if adopt:
             self.started, self.project = True, project
             self.call_after_refresh(self.refresh_view)  # graphs and sessions, once painted
+            self.call_after_refresh(self.check_daemon)
         elif project != self.project:
             return
         if sidebar.projects is not None:

@@ -146,3 +146,12 @@ def read_session_choices(store: Store, workdir: str) -> list[SessionChoice]:
             if c["session_id"] is None
         ]
     return choices
+
+
+def read_daemon() -> str | None:
+    """Why no daemon serves now (one line), or ``None`` when one does."""
+    import asyncio
+
+    from canopy.ops import control
+
+    return asyncio.run(control.daemon_problem())
