@@ -206,6 +206,51 @@ async def test_a_daemon_that_is_down_is_shown_and_the_store_still_reads(
         assert "cannot reach Temporal" in app.sub_title
 
 
+@pytest.fixture
+def editor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``$EDITOR``: a script that replaces the draft with the file it returns."""
+    written = tmp_path / "written.md"
+    script = tmp_path / "editor.py"
+    script.write_text(f"import shutil, sys\nshutil.copy({str(written)!r}, sys.argv[1])\n")
+    monkeypatch.setenv("EDITOR", f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}")
+    monkeypatch.delenv("VISUAL", raising=False)
+    return written
+
+
+async def test_specs_are_edited_and_created_in_the_editor(
+    store: Store, tmp_path: Path, editor: Path
+) -> None:
+    login = spec_in(store, "login", tmp_path)
+    app = CanopyApp(cwd=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await showing(app, "backlog", [login])
+        section(app, "backlog").focus()
+        await pilot.press("down")
+        await eventually(lambda: app.selected == ("spec", login), "the spec selected")
+
+        editor.write_text(body("edited summary"))
+        await pilot.press("e")
+        await eventually(
+            lambda: specs.spec_get(store, login)["summary"] == "edited summary", "edit"
+        )
+
+        editor.write_text(body("brand new"))
+        await pilot.press("plus", *"signup", "enter")
+        created = await eventually(
+            lambda: [s for s in specs.spec_list(store) if s["name"] == "signup"], "the new spec"
+        )
+        assert created[0]["workdir"] == str(tmp_path)
+        await showing(app, "backlog", [login, created[0]["id"]])
+
+        editor.write_text("not a tagged body")  # refused: one line, the spec unchanged
+        await pilot.press("e")
+        await eventually(
+            lambda: any("text outside tags" in n.message for n in app._notifications),
+            "the refusal",
+        )
+    assert specs.spec_get(store, login)["summary"] == "edited summary"
+
+
 async def test_the_resume_step_relaunches_a_finished_session_with_its_id_and_name(
     store: Store, tmp_path: Path
 ) -> None:

@@ -10,6 +10,8 @@ The view re-reads about once a second; rows that did not change are not redrawn.
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import work
@@ -19,10 +21,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Header, Input, Label, Markdown, OptionList, Select
 
 from canopy.errors import Refused, unexpected_error_line
+from canopy.ops import specs
 from canopy.store.engine import Store, open_store
 from canopy.tui import reads
+from canopy.tui.editor import NEW_SPEC_BODY, edit
 from canopy.tui.rows import Row
-from canopy.tui.screens import ConfirmScreen, HelpScreen, PickScreen
+from canopy.tui.screens import AskScreen, ConfirmScreen, HelpScreen, PickScreen
 from canopy.tui.sections import Section
 from canopy.workdir import normalize_workdir
 
@@ -73,6 +77,8 @@ class CanopyApp(App[None]):
         Binding("s", "stop", "Stop"),
         Binding("r", "reset", "Reset"),
         Binding("a", "toggle_dirty", "Dirty ok"),
+        Binding("e", "edit_spec", "Edit spec"),
+        Binding("plus", "new_spec", "New spec", key_display="+"),
         Binding("o", "new_session", "Session"),
         Binding("f", "toggle_finished", "Finished"),
     ]
@@ -313,9 +319,12 @@ class CanopyApp(App[None]):
         return None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Graph actions are offered only while a graph is selected."""
+        """Graph actions are offered only while a graph is selected, editing a spec only
+        while a spec is."""
         if action in GRAPH_ACTIONS or action == "run_graph":
             return self.selected_graph() is not None
+        if action == "edit_spec":
+            return self.selected is not None and self.selected[0] == "spec"
         return True
 
     # ----------------------------------------------------------------- actions
@@ -432,6 +441,52 @@ class CanopyApp(App[None]):
                 self.act("run", "run", graph, None if queue == bound else queue)
 
         self.push_screen(PickScreen("Run the graph over:", choices), picked)
+
+    def action_edit_spec(self) -> None:
+        """Edit the selected spec's body in ``$EDITOR`` (``spec update --body-file``)."""
+        if self.selected is not None and self.selected[0] == "spec":
+            self.read_spec_body(self.selected[1])
+
+    @work(thread=True, group="dialog")
+    def read_spec_body(self, spec: str) -> None:
+        """Read the spec's body, then open the editor on it."""
+        try:
+            body = specs.spec_get(self.store(), spec)["body"]
+        except Exception as error:
+            self.call_from_thread(self.show_read_error, error)
+            return
+        self.call_from_thread(self.write_spec, spec, None, body, None)
+
+    def action_new_spec(self) -> None:
+        """Ask a name, then write the new spec's body in ``$EDITOR`` (``spec create``,
+        tagged with the selected project's workdir)."""
+
+        def named(name: str | None) -> None:
+            if name:
+                self.write_spec(None, name, NEW_SPEC_BODY, self.project)
+
+        self.push_screen(AskScreen("Name of the new spec:"), named)
+
+    def write_spec(
+        self, spec: str | None, name: str | None, body: str, workdir: str | None
+    ) -> None:
+        """Open the editor on a draft of ``body``, then save what was written: an update
+        of ``spec``, or a new spec called ``name``. An unchanged draft saves nothing."""
+        handle, path = tempfile.mkstemp(prefix="canopy-spec-", suffix=".md")
+        draft = Path(path)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(body)
+        try:
+            edit(self, draft)
+        except Refused as refusal:
+            self.notify(str(refusal), title="edit spec", severity="error")
+            return
+        written = draft.read_text(encoding="utf-8")
+        if spec is not None and written == body:
+            draft.unlink()
+            self.notify("no change", title="edit spec")
+            return
+        self.act("save spec", "save_spec", spec, name, written, workdir, str(draft))
 
     def action_new_session(self) -> None:
         """The New Session dialog for the selected project (or the current directory,

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Label, Markdown, OptionList
+from textual.widgets import Input, Label, Markdown, OptionList
 from textual.widgets.option_list import Option
 
 DIALOG_CSS = """
@@ -90,4 +90,29 @@ class HelpScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         """Back to the main screen."""
+        self.dismiss(None)
+
+
+class AskScreen(ModalScreen[str | None]):
+    """One line of text (a new spec's name); enter answers, escape cancels."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.question)
+            yield Input(id="answer")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """The text typed, on enter."""
+        event.stop()
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        """Close without an answer."""
         self.dismiss(None)

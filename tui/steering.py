@@ -6,9 +6,11 @@ talk to Temporal load the SDK, which would double the time to the first paint.
 """
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
-from canopy.ops import control, graphs, runs, sessions
+from canopy.errors import Refused
+from canopy.ops import control, graphs, runs, sessions, specs
 from canopy.ops.session_wake import resume_session, send_message
 from canopy.store.engine import Store
 
@@ -67,3 +69,26 @@ def resume(
     """``session resume SESSION`` or ``session resume --harness-conversation ID
     --platform PLATFORM --workdir WORKDIR``."""
     return asyncio.run(resume_session(store, session, conversation, platform, workdir))
+
+
+def save_spec(
+    store: Store,
+    spec: str | None,
+    name: str | None,
+    body: str,
+    workdir: str | None,
+    draft: str,
+) -> dict[str, Any]:
+    """``spec update SPEC --body-file DRAFT``, or ``spec create --name NAME --body-file
+    DRAFT [--workdir WORKDIR]`` when there is no spec yet. The draft is removed once
+    saved; a refused body keeps it, and the refusal names it."""
+    try:
+        if spec is None:
+            assert name is not None
+            result = specs.spec_create(store, name, body, workdir=workdir)
+        else:
+            result = specs.spec_update(store, spec, body=body)
+    except Refused as refusal:
+        raise Refused(f"{refusal} (your text is kept in {draft})") from refusal
+    Path(draft).unlink(missing_ok=True)
+    return result
