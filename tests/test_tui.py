@@ -17,7 +17,7 @@ from temporalio.client import Client
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Select
 
-from canopy.ops import sessions, specs
+from canopy.ops import queues, sessions, specs
 from canopy.sessions.transcripts import read_turns
 from canopy.store.engine import Store
 from canopy.tui.app import ALL, CanopyApp
@@ -249,6 +249,50 @@ async def test_specs_are_edited_and_created_in_the_editor(
             "the refusal",
         )
     assert specs.spec_get(store, login)["summary"] == "edited summary"
+
+
+def members(store: Store, queue: str) -> list[tuple[str, str | None]]:
+    return [(m["spec_id"], m["group"]) for m in queues.queue_list(store, queue)["members"]]
+
+
+async def test_queue_members_are_added_moved_and_removed_and_a_refused_move_changes_nothing(
+    store: Store, tmp_path: Path
+) -> None:
+    a, b, c = (spec_in(store, name, tmp_path) for name in ("alpha", "beta", "gamma"))
+    queue = make_queue(store, [], name="nightly")
+    queues.queue_add_spec(store, queue, a, "auth")
+    queues.queue_add_spec(store, queue, b, "auth")
+    app = CanopyApp(cwd=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await showing(app, "queues", [queue])
+        section(app, "queues").focus()
+        await pilot.press("down")
+        await eventually(lambda: app.selected == ("queue", queue), "the queue selected")
+
+        await pilot.press("i")
+        await pick(pilot, app, "gamma")
+        await pilot.press("enter")  # no group
+        await eventually(
+            lambda: members(store, queue) == [(a, "auth"), (b, "auth"), (c, None)], "add"
+        )
+
+        await pilot.press("m")  # gamma between alpha and beta would split the group
+        await pick(pilot, app, "3. gamma")
+        await pick(pilot, app, "after alpha")
+        await eventually(
+            lambda: any("split" in n.message for n in app._notifications), "the refusal"
+        )
+        assert members(store, queue) == [(a, "auth"), (b, "auth"), (c, None)]
+
+        await pilot.press("m")  # gamma first is fine
+        await pick(pilot, app, "3. gamma")
+        await pick(pilot, app, "first")
+        await eventually(lambda: [m for m, _ in members(store, queue)] == [c, a, b], "the move")
+
+        await pilot.press("x")
+        await pick(pilot, app, "2. alpha")
+        await pilot.press("y")
+        await eventually(lambda: [m for m, _ in members(store, queue)] == [c, b], "the removal")
 
 
 async def test_the_resume_step_relaunches_a_finished_session_with_its_id_and_name(

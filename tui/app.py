@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,7 +22,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Header, Input, Label, Markdown, OptionList, Select
 
 from canopy.errors import Refused, unexpected_error_line
-from canopy.ops import specs
+from canopy.ops import queues, specs
 from canopy.store.engine import Store, open_store
 from canopy.tui import reads
 from canopy.tui.editor import NEW_SPEC_BODY, edit
@@ -47,6 +48,8 @@ GRAPH_ACTIONS = frozenset(
     {"continue_run", "run_from_node", "skip_next", "pause", "stop", "reset", "toggle_dirty"}
 )
 """Actions on the selected graph: offered only while a graph is selected."""
+QUEUE_ACTIONS = frozenset({"queue_add", "queue_remove", "queue_move", "queue_group"})
+"""Actions on the selected queue's members: offered only while a queue is selected."""
 
 
 class CanopyApp(App[None]):
@@ -79,6 +82,10 @@ class CanopyApp(App[None]):
         Binding("a", "toggle_dirty", "Dirty ok"),
         Binding("e", "edit_spec", "Edit spec"),
         Binding("plus", "new_spec", "New spec", key_display="+"),
+        Binding("i", "queue_add", "Add to queue"),
+        Binding("x", "queue_remove", "Remove"),
+        Binding("m", "queue_move", "Move"),
+        Binding("t", "queue_group", "Group"),
         Binding("o", "new_session", "Session"),
         Binding("f", "toggle_finished", "Finished"),
     ]
@@ -325,12 +332,14 @@ class CanopyApp(App[None]):
             return self.selected_graph() is not None
         if action == "edit_spec":
             return self.selected is not None and self.selected[0] == "spec"
+        if action in QUEUE_ACTIONS:
+            return self.selected is not None and self.selected[0] == "queue"
         return True
 
     # ----------------------------------------------------------------- actions
 
     @work(thread=True, group="action")
-    def act(self, doing: str, action: str, *args: str | None) -> None:
+    def act(self, doing: str, action: str, *args: object) -> None:
         """Run the action ``action`` of :mod:`canopy.tui.steering` with ``args`` on a
         worker thread; say how it went, then re-read. That module is imported here, on
         the first action, not when the app starts."""
@@ -343,10 +352,12 @@ class CanopyApp(App[None]):
             self.call_from_thread(self.notify, line, title=doing, severity="error")
             return
         said = [f"{key}: {result[key]}" for key in ("status", "note", "warning") if result.get(key)]
+        if "members" in result:
+            said.append(f"{len(result['members'])} member(s)")
         self.call_from_thread(self.notify, "; ".join(said) or "done", title=doing)
         self.call_from_thread(self.refresh_view)
 
-    def _confirmed(self, question: str, doing: str, action: str, *args: str | None) -> None:
+    def _confirmed(self, question: str, doing: str, action: str, *args: object) -> None:
         def answered(yes: bool | None) -> None:
             if yes:
                 self.act(doing, action, *args)
@@ -487,6 +498,104 @@ class CanopyApp(App[None]):
             self.notify("no change", title="edit spec")
             return
         self.act("save spec", "save_spec", spec, name, written, workdir, str(draft))
+
+    def action_queue_add(self) -> None:
+        """Add a spec of the project's Backlog to the selected queue, in a group or none."""
+        self._with_queue("add")
+
+    def action_queue_remove(self) -> None:
+        """Take a member out of the selected queue (asks first)."""
+        self._with_queue("remove")
+
+    def action_queue_move(self) -> None:
+        """Move a member of the selected queue to another place (``queue reorder``)."""
+        self._with_queue("move")
+
+    def action_queue_group(self) -> None:
+        """Put a member of the selected queue in a group, or in none."""
+        self._with_queue("group")
+
+    def _with_queue(self, verb: str) -> None:
+        if self.selected is not None and self.selected[0] == "queue":
+            self.read_queue(verb, self.selected[1], self.project)
+
+    @work(thread=True, group="dialog")
+    def read_queue(self, verb: str, queue: str, project: str | None) -> None:
+        """Read the queue's members (and, to add, the project's Backlog), then open the
+        dialog for ``verb``."""
+        try:
+            store = self.store()
+            listing = queues.queue_list(store, queue)
+            backlog = specs.spec_list(store, workdir=project, standalone=True)
+        except Exception as error:
+            self.call_from_thread(self.show_read_error, error)
+            return
+        self.call_from_thread(self.queue_dialog, verb, listing, backlog)
+
+    def queue_dialog(
+        self, verb: str, listing: dict[str, Any], backlog: list[dict[str, Any]]
+    ) -> None:
+        """The dialogs of the queue actions: pick a spec (and a group or a place), then
+        run one queue operation. A refusal (a reorder that would split a group) is
+        shown as the CLI's line and changes nothing."""
+        queue, name, members = listing["id"], listing["name"], listing["members"]
+        lines = [
+            (m["spec_id"], f"{m['position']}. {m['name']} [{m['group'] or '-'}]") for m in members
+        ]
+
+        def with_group(question: str, then: Callable[[str | None], object]) -> None:
+            def answered(group: str | None) -> None:
+                if group is not None:
+                    then(group or None)
+
+            self.push_screen(AskScreen(question), answered)
+
+        def add(spec: str | None) -> None:
+            if spec is not None:
+                with_group(
+                    "Group (empty for none):",
+                    lambda group: self.act("add", "add_to_queue", queue, spec, group),
+                )
+
+        def remove(spec: str | None) -> None:
+            if spec is not None:
+                question = f"Remove {spec} from {name}?"
+                self._confirmed(question, "remove", "remove_from_queue", queue, spec)
+
+        def move(spec: str | None) -> None:
+            if spec is None:
+                return
+            rest = [m for m in members if m["spec_id"] != spec]
+            places = [
+                ("0", "first"),
+                *((str(i + 1), f"after {m['name']}") for i, m in enumerate(rest)),
+            ]
+
+            def place(at: str | None) -> None:
+                if at is not None:
+                    ids = [m["spec_id"] for m in rest]
+                    order = [*ids[: int(at)], spec, *ids[int(at) :]]
+                    self.act("reorder", "reorder", queue, order)
+
+            self.push_screen(PickScreen(f"Move {spec} to:", places), place)
+
+        def group(spec: str | None) -> None:
+            if spec is not None:
+                with_group(
+                    "Group (empty to clear):",
+                    lambda group: self.act("group", "set_group", queue, spec, group),
+                )
+
+        if verb == "add":
+            inside = {m["spec_id"] for m in members}
+            outside = [(s["id"], s["name"]) for s in backlog if s["id"] not in inside]
+            self.push_screen(PickScreen(f"Add to {name}:", outside), add)
+        elif verb == "remove":
+            self.push_screen(PickScreen("Remove which member?", lines), remove)
+        elif verb == "move":
+            self.push_screen(PickScreen("Move which member?", lines), move)
+        else:
+            self.push_screen(PickScreen("Group which member?", lines), group)
 
     def action_new_session(self) -> None:
         """The New Session dialog for the selected project (or the current directory,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from canopy.errors import Refused
-from canopy.ops import control, graphs, runs, sessions, specs
+from canopy.ops import control, graphs, queues, runs, sessions, specs
 from canopy.ops.session_wake import resume_session, send_message
 from canopy.store.engine import Store
 
@@ -92,3 +92,23 @@ def save_spec(
         raise Refused(f"{refusal} (your text is kept in {draft})") from refusal
     Path(draft).unlink(missing_ok=True)
     return result
+
+
+def add_to_queue(store: Store, queue: str, spec: str, group: str | None) -> dict[str, Any]:
+    """``queue add QUEUE SPEC [--group GROUP]``."""
+    return queues.queue_add_spec(store, queue, spec, group)
+
+
+def remove_from_queue(store: Store, queue: str, spec: str) -> dict[str, Any]:
+    """``queue remove QUEUE SPEC``."""
+    return queues.queue_remove_spec(store, queue, spec)
+
+
+def reorder(store: Store, queue: str, order: list[str]) -> dict[str, Any]:
+    """``queue reorder QUEUE SPEC…``: refused, changing nothing, if it splits a group."""
+    return queues.queue_reorder(store, queue, order)
+
+
+def set_group(store: Store, queue: str, spec: str, group: str | None) -> dict[str, Any]:
+    """``queue group QUEUE SPEC GROUP`` or ``--clear`` (``None``)."""
+    return queues.queue_set_group(store, queue, spec, group)
