@@ -43,10 +43,11 @@ RUN python -m venv /opt/canopy/venv \
     && rm /tmp/requirements.txt
 
 # Canopy itself (not editable: the venv owns a copy, the source can go). canopy/ holds
-# links to the top-level cli/, workflows/, activities/ and worker.py, copied beside it.
+# links to the top-level cli/, tui/, workflows/, activities/ and worker.py, copied beside it.
 COPY README.md ./
 COPY canopy/ canopy/
 COPY cli/ cli/
+COPY tui/ tui/
 COPY workflows/ workflows/
 COPY activities/ activities/
 COPY worker.py ./

@@ -41,6 +41,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Run the worker in the foreground (same as `python worker.py`); --json logs JSON lines.",
     ),
     "mcp": ("canopy.cli.mcp_cmds", "mcp", "Serve Canopy's tools to an agent over MCP (stdio)."),
+    "tui": (
+        "canopy.cli.tui_cmds",
+        "tui",
+        "Open the terminal UI: backlog, queues, graphs and sessions by project.",
+    ),
     "demo": (
         "canopy.cli.demo_cmds",
         "demo",

@@ -205,7 +205,7 @@ def test_root_help_loads_no_command_module(home: Path) -> None:
         assert f"│ {name} " in result.stdout, name
     loaded = modules_loaded(home, "--help")
     assert not COMMAND_MODULES & loaded
-    assert not {"sqlalchemy", "pydantic", "jinja2", "temporalio"} & loaded
+    assert not {"sqlalchemy", "pydantic", "jinja2", "temporalio", "textual"} & loaded
 
 
 @pytest.mark.parametrize("name", COMMANDS)
@@ -217,14 +217,16 @@ def test_root_help_lines_are_the_commands_own_help(name: str) -> None:
 
 
 def test_a_command_loads_only_its_own_module(home: Path) -> None:
-    assert COMMAND_MODULES & modules_loaded(home, "server", "status") == {"canopy.cli.server_cmds"}
+    loaded = modules_loaded(home, "server", "status")
+    assert COMMAND_MODULES & loaded == {"canopy.cli.server_cmds"}
+    assert "textual" not in loaded  # only `canopy tui` loads the TUI
 
 
 def on_fast_lane(home: Path, *args: str, stdin: str | None = None) -> Result:
     """``canopy ARGS``, asserting the fast lane served it: no typer, SQLAlchemy, SDK or
     jinja2, and no pydantic but for ``graph info``, which builds the typed GraphInfo."""
     result = run_canopy(home, *args, stdin=stdin, python_flags=("-X", "importtime"))
-    unwanted = {"typer", "sqlalchemy", "temporalio", "jinja2"}
+    unwanted = {"typer", "sqlalchemy", "temporalio", "jinja2", "textual"}
     if list(args[:2]) != ["graph", "info"]:
         unwanted.add("pydantic")
     assert not unwanted & imported_modules(result), args

@@ -4,7 +4,7 @@ import copy
 import os
 import re
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -395,6 +395,12 @@ def test_list_shows_status_blocker_counts_and_active_run(store: Store) -> None:
     ]
     assert listed[0]["status"] == "idle"
     assert listed[0]["blocker"] is None
+    assert listed[1]["scheduled_resume_at"] is None
+    resume_at = datetime(2031, 5, 4, 3, 2, 1, tzinfo=UTC)
+    with store.transaction() as db:
+        db.get_one(Run, run_id).scheduled_resume_at = resume_at
+    waiting = graphs.graph_list(store)[1]
+    assert waiting["scheduled_resume_at"] == "2031-05-04T03:02:01.000000Z"
 
 
 def test_delete_releases_bound_specs_and_drops_the_run_record(store: Store) -> None:

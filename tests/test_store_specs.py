@@ -5,7 +5,7 @@ import os
 import pytest
 
 from canopy.errors import Refused
-from canopy.ops import queues, specs
+from canopy.ops import projects, queues, specs
 from canopy.store.engine import Store
 from canopy.store.models import Graph, GraphSpec, Run, Spec
 from canopy.timefmt import utcnow
@@ -78,6 +78,29 @@ def test_list_filters_by_workdir_and_status(store: Store) -> None:
     assert [s["id"] for s in specs.spec_list(store, workdir="/w/one", status="pending")] == [
         a["id"]
     ]
+
+
+def test_list_keeps_only_standalone_specs_when_asked(store: Store) -> None:
+    a = specs.spec_create(store, "a", body(), workdir="/w/one")
+    b = specs.spec_create(store, "b", body(), workdir="/w/one")
+    bind_to_graph(store, b["id"])
+    listed = specs.spec_list(store, workdir="/w/one", standalone=True)
+    assert [s["id"] for s in listed] == [a["id"]]
+    assert len(specs.spec_list(store, workdir="/w/one")) == 2
+
+
+def test_projects_are_the_distinct_workdirs_and_a_path_lies_in_the_deepest(store: Store) -> None:
+    specs.spec_create(store, "a", body(), workdir="/w/one")
+    specs.spec_create(store, "b", body(), workdir="/w/one")
+    specs.spec_create(store, "c", body(), workdir="/w/one/sub")
+    specs.spec_create(store, "d", body())
+    bind_to_graph(store, specs.spec_create(store, "e", body())["id"])
+    assert projects.project_list(store) == ["/w/one", "/w/one/sub"]
+    known = projects.project_list(store)
+    assert projects.project_of(known, "/w/one/sub/deeper") == "/w/one/sub"
+    assert projects.project_of(known, "/w/one/other") == "/w/one"
+    assert projects.project_of(known, "/w/one") == "/w/one"
+    assert projects.project_of(known, "/w/oneother") is None
 
 
 def test_workdir_tags_are_absolute(store: Store) -> None:

@@ -485,6 +485,24 @@ async def recently_polled(
     return any(p.last_access_time.ToDatetime(tzinfo=UTC) > horizon for p in response.pollers)
 
 
+async def daemon_problem() -> str | None:
+    """Why no daemon would act on a run or a message now, in one line (Temporal cannot be
+    reached, or no worker polls the main task queue), or ``None`` when one serves.
+
+    The TUI shows it; everything that only reads the store works either way.
+    """
+    try:
+        client = await asyncio.wait_for(temporal_client.connect(), CONNECT_TIMEOUT_SECONDS)
+    except Refused as refusal:
+        return str(refusal)
+    except TimeoutError:
+        return f"Temporal did not answer within {CONNECT_TIMEOUT_SECONDS:g} s"
+    task_queue = temporal_client.MAIN_TASK_QUEUE
+    if not await recently_polled(client, task_queue):
+        return f"no worker polls task queue {task_queue}: start one with canopy up"
+    return None
+
+
 # --------------------------------------------------------------------------- store-only reset
 
 

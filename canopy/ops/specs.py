@@ -27,13 +27,17 @@ if TYPE_CHECKING:
 
 
 def spec_list(
-    store: Store | Rows, workdir: str | None = None, status: str | None = None
+    store: Store | Rows,
+    workdir: str | None = None,
+    status: str | None = None,
+    standalone: bool = False,
 ) -> list[dict[str, Any]]:
-    """Specs in creation order, filtered by workdir tag and/or status."""
+    """Specs in creation order, filtered by workdir tag and/or status, and to the
+    standalone ones (bound to no graph: the TUI's Backlog) when asked."""
     wanted_workdir = normalize_workdir(workdir) if workdir is not None else None
     wanted_status = check_spec_status(status) if status is not None else None
     with sql_transaction(store) as rows:
-        return queries.list_specs(rows, wanted_workdir, wanted_status)
+        return queries.list_specs(rows, wanted_workdir, wanted_status, standalone)
 
 
 def spec_get(store: Store | Rows, spec: str) -> dict[str, Any]:

@@ -114,10 +114,15 @@ def spec_row_json(row: Row) -> Row:
     }
 
 
-def list_specs(rows: Rows, workdir: str | None = None, status: str | None = None) -> list[Row]:
-    """Specs in creation order, optionally only one workdir tag and/or one status."""
+def list_specs(
+    rows: Rows, workdir: str | None = None, status: str | None = None, standalone: bool = False
+) -> list[Row]:
+    """Specs in creation order, optionally only one workdir tag and/or one status, and
+    only the standalone ones (bound to no graph)."""
     clauses = []
     params: dict[str, Any] = {}
+    if standalone:
+        clauses.append("NOT EXISTS (SELECT 1 FROM graph_specs b WHERE b.spec_id = specs.id)")
     if workdir is not None:
         clauses.append("workdir = :workdir")
         params["workdir"] = workdir
@@ -189,7 +194,9 @@ def list_graphs(rows: Rows) -> list[Row]:
         " CAST(g.nodes AS TEXT) AS nodes, g.updated_at,"
         " (SELECT COUNT(*) FROM graph_specs b WHERE b.graph_id = g.id) AS specs,"
         f" (SELECT MIN(r.id) FROM runs r WHERE r.graph_id = g.id AND r.status IN {active})"
-        " AS active_run"
+        " AS active_run,"
+        " (SELECT MIN(r.scheduled_resume_at) FROM runs r"
+        f" WHERE r.graph_id = g.id AND r.status IN {active}) AS scheduled_resume_at"
         " FROM graphs g ORDER BY g.created_at, g.id"
     )
     return [
@@ -202,6 +209,7 @@ def list_graphs(rows: Rows) -> list[Row]:
             "nodes": len(stored_json(row["nodes"])),
             "specs": int(row["specs"]),
             "active_run": row["active_run"],
+            "scheduled_resume_at": to_iso(row["scheduled_resume_at"]),
             "updated_at": to_iso(row["updated_at"]),
         }
         for row in rows(sql, statuses)

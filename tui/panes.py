@@ -1,0 +1,161 @@
+"""The detail pane's text: one markdown page per spec, queue, graph and session.
+
+Each page is made from what an operation returned (``spec get``, ``queue list``,
+``graph info``, the session with its transcript), the same data the CLI prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from canopy.backlog.specformat import SECTION_NAMES
+
+if TYPE_CHECKING:
+    from canopy.ops.graph_info import GraphInfo
+
+
+def _cell(value: Any) -> str:
+    """A table cell: one line, no column separators, a dash for nothing."""
+    if value is None or value == "":
+        return "-"
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def _table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    lines = [f"| {' | '.join(columns)} |", f"|{'---|' * len(columns)}"]
+    lines += [f"| {' | '.join(_cell(v) for v in row)} |" for row in rows]
+    return "\n".join(lines)
+
+
+def _quote(text: str) -> str:
+    """``text`` as a fenced block, so a prompt or reply shows as written."""
+    fence = "~~~~" if "```" in text else "```"
+    return f"{fence}\n{text}\n{fence}"
+
+
+def spec_page(spec: dict[str, Any]) -> str:
+    """A spec: its fields, then its seven sections rendered as markdown."""
+    head = [
+        f"# {spec['name']}",
+        f"`{spec['id']}` · **{spec['status']}** · workdir `{spec['workdir'] or '(none)'}`",
+    ]
+    if spec["graphs"]:
+        head.append(f"bound to {', '.join(spec['graphs'])}")
+    if spec["queues"]:
+        head.append(f"in queues {', '.join(q['name'] for q in spec['queues'])}")
+    if spec["needs_conversion"]:
+        head.append(
+            "> **needs conversion**: this body is in the old heading format; rewrite it "
+            "into the tagged format (see docs/specs.md)."
+        )
+        return "\n\n".join([*head, _quote(spec["body"])])
+    sections = [
+        f"## {name.replace('_', ' ').capitalize()}\n\n{spec['sections'][name]}"
+        for name in SECTION_NAMES
+    ]
+    return "\n\n".join(head + sections)
+
+
+def queue_page(queue: dict[str, Any]) -> str:
+    """A queue: its members in order, with groups and spec status."""
+    rows = [(m["position"], m["name"], m["group"], m["status"]) for m in queue["members"]]
+    members = _table(("#", "spec", "group", "status"), rows) if rows else "(empty)"
+    return f"# {queue['name']}\n\n`{queue['id']}`\n\n{members}"
+
+
+def _elapsed(since: str | None, now: datetime) -> str:
+    if since is None:
+        return ""
+    seconds = max(0, int((now - datetime.fromisoformat(since)).total_seconds()))
+    minutes, seconds = divmod(seconds, 60)
+    return f" for {minutes}m{seconds:02d}s" if minutes else f" for {seconds}s"
+
+
+def graph_page(info: GraphInfo, now: datetime, ui_url: str | None) -> str:
+    """A graph: status, blocker and ways out, what runs now, node and hook runs, queue
+    progress, the consistency warning and where to watch the run in Temporal's UI."""
+    dirty = "yes" if info.allow_dirty_start else "no"
+    parts = [
+        f"# {info.name}",
+        f"`{info.id}` · **{info.status}** · workdir `{info.workdir or '(none)'}` · "
+        f"allow_dirty_start: **{dirty}**",
+    ]
+    if info.blocker is not None:
+        blocker = [f"## ⚠ Blocked\n\n{info.blocker.message}"]
+        if info.blocker.dirty_paths:
+            shown = "\n".join(f"- `{path}`" for path in info.blocker.dirty_paths)
+            blocker.append(f"Dirty paths ({info.blocker.dirty_count}):\n\n{shown}")
+        if info.blocker.ways_out:
+            ways = "\n".join(f"- {way}" for way in info.blocker.ways_out)
+            blocker.append(f"Ways out:\n\n{ways}")
+        parts.append("\n\n".join(blocker))
+    if info.consistency_warning:
+        parts.append(f"> **consistency warning**: {info.consistency_warning}")
+    if info.scheduled_resume_at:
+        parts.append(f"Waiting out a usage limit until {info.scheduled_resume_at}.")
+    running = [n for n in info.node_runs if n.status == "running"]
+    for node_run in running:
+        parts.append(
+            f"Now: spec **{node_run.spec_name or node_run.spec_id}**, node "
+            f"**{node_run.node}**{_elapsed(node_run.started_at, now)}"
+        )
+    if info.active_run is not None and info.active_run.workflow_id:
+        workflow = info.active_run.workflow_id
+        link = f"{ui_url}/namespaces/default/workflows/{workflow}" if ui_url else None
+        parts.append(
+            f"Run {info.active_run.id} · workflow `{workflow}`" + (f" · {link}" if link else "")
+        )
+    if info.queue_progress is not None:
+        progress = info.queue_progress
+        reached = [
+            (m.name or m.spec_id, m.group, " → ".join(m.nodes), m.outcome) for m in progress.members
+        ]
+        parts.append(
+            f"## Queue {progress.queue_name or progress.queue_id} (run {progress.run_number}, "
+            f"{progress.run_status})\n\n" + _table(("spec", "group", "nodes", "outcome"), reached)
+        )
+    if info.node_runs:
+        launched = [
+            (n.spec_name or n.spec_id, n.node, n.status, n.exit_code, n.started_at, n.error)
+            for n in info.node_runs
+        ]
+        parts.append(
+            "## Node runs\n\n"
+            + _table(("spec", "node", "status", "exit", "started", "error"), launched)
+        )
+    if info.completion_hook_runs:
+        fired = [
+            (h.event, h.hook_index, h.status, h.started_at, h.error)
+            for h in info.completion_hook_runs
+        ]
+        parts.append(
+            "## Hook runs\n\n" + _table(("event", "hook", "status", "started", "error"), fired)
+        )
+    return "\n\n".join(parts)
+
+
+def session_page(session: dict[str, Any]) -> str:
+    """A session: its fields and the latest turns of its transcript."""
+    parts = [
+        f"# {session['name']}",
+        f"`{session['id']}` · **{session['status']}** · {session['platform']} · "
+        f"workdir `{session['workdir']}`",
+    ]
+    if session["queued_messages"]:
+        parts.append(f"{session['queued_messages']} message(s) waiting for delivery.")
+    shown, total = len(session["turns"]), session["turns_total"]
+    if total > shown:
+        parts.append(f"(the last {shown} of {total} turns)")
+    if not session["turns"]:
+        parts.append("No turns yet.")
+    for turn in session["turns"]:
+        source = turn.get("provenance", {}).get("source", "?")
+        parts.append(f"### {turn.get('at', '')} · {source} · {turn.get('status', '')}")
+        parts.append(_quote(turn.get("prompt") or ""))
+        if turn.get("reply"):
+            parts.append(_quote(turn["reply"]))
+        if turn.get("error"):
+            parts.append(f"error: {turn['error']}")
+    return "\n\n".join(parts)
