@@ -33,7 +33,7 @@ from canopy.errors import Refused
 from canopy.graphs import markers
 from canopy.graphs.model import AgentNode, CommandNode, EnsembleNode
 from canopy.paths import run_log_dir
-from canopy.platforms import Platform, clamp_reset, get_platform
+from canopy.platforms import Platform, get_platform, limit_wait
 from canopy.store.engine import open_store
 from canopy.store.models import Spec
 from canopy.temporal.client import this_host
@@ -175,9 +175,13 @@ def node_result(
         return ended
     limit = platform.usage_limit(watcher.tail, utcnow()) if platform else None
     if limit is not None:
-        reset_at = clamp_reset(limit.reset_at, utcnow())
+        wait = limit_wait(limit, utcnow())
         return ended.model_copy(
-            update={"status": "limit_blocked", "limit_reset_at": reset_at, "error": limit.message}
+            update={
+                "status": "limit_blocked",
+                "limit_reset_at": wait.retry_at,
+                "error": wait.reason,
+            }
         )
     return ended.model_copy(update={"error": exit_reason(end.exit_code)})
 

@@ -1,25 +1,29 @@
 """Platform adapters: how to launch each agent harness and read what it prints.
 
 Import from here: :func:`get_platform`, :func:`platform_names`, :class:`Platform`,
-:class:`Invocation`, :class:`UsageLimit`, :class:`HarnessConversation` and :func:`clamp_reset`. See
-``docs/platforms.md``.
+:class:`Invocation`, :class:`UsageLimit`, :class:`LimitWait`, :class:`HarnessConversation`,
+:func:`clamp_reset` and :func:`limit_wait`. See ``docs/platforms.md``.
 """
 
 from canopy.platforms.base import (
     HarnessConversation,
     Invocation,
+    LimitWait,
     Platform,
     UsageLimit,
     clamp_reset,
+    limit_wait,
 )
 from canopy.platforms.registry import get_platform, platform_names
 
 __all__ = [
     "HarnessConversation",
     "Invocation",
+    "LimitWait",
     "Platform",
     "UsageLimit",
     "clamp_reset",
     "get_platform",
+    "limit_wait",
     "platform_names",
 ]

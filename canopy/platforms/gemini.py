@@ -6,10 +6,12 @@ neither its size nor a leading ``-`` can break the launch. Gemini CLI has no per
 effort flag (thinking budgets live in its settings), so ``effort`` is
 not passed.
 
-Session id: ``session_id`` of the ``init`` event. Usage limit: an ``error`` event, an
-error ``result`` or a plain-text line naming an exhausted quota ("You have exhausted your
-capacity on this model. Your quota will reset after 4h28m20s.", "Quota exceeded …
-Please retry in 42s", ``RESOURCE_EXHAUSTED``, ``"retryDelay": "58s"``).
+Session id: ``session_id`` of the ``init`` event. Usage limit: an error ``result`` of type
+``TerminalQuotaError``, or an ``error`` event, an error ``result`` or a plain-text line
+naming an exhausted quota ("You have exhausted your capacity on this model. Your quota
+will reset after 4h28m20s.", "Quota exceeded … Please retry in 42s", ``RESOURCE_EXHAUSTED``,
+``"retryDelay": "58s"``); never an attempt the CLI retried by itself ("Attempt 1 failed: …
+Retrying after 5042ms...").
 
 Reply: the assistant ``message`` deltas of the run's last model turn, concatenated (those
 after the last user ``message``, ``tool_use`` or ``tool_result`` event); text streamed
@@ -78,6 +80,12 @@ _RESET = re.compile(
     r"(?P<duration>\d[\d.]*\s*(?:[hms]+\s*\d[\d.]*\s*)*[hms]+)",
     re.IGNORECASE,
 )
+# Gemini CLI retries quota and capacity errors itself, logging each failed attempt
+# ("Attempt 1 failed: … Retrying after 5042ms...", over several lines when the error has
+# them); only the error it gives up on is the run's failure.
+_RETRY_START = re.compile(r"^Attempt \d+ failed\b")
+_RETRY_END = re.compile(r"\bRetrying\b")
+_TERMINAL_QUOTA = "TerminalQuotaError"
 _CHAT_FILE = re.compile(r"session-.+\.jsonl?")
 _PROJECT_ID = re.compile(r"[a-z0-9-]+")
 _NOT_A_PROMPT = ("/", "?", "<session_context>", "<hook_context>")
@@ -137,6 +145,27 @@ class GeminiPlatform(JsonLinesPlatform):
         found = _RESET.search(text)
         delay = parse_duration(found["duration"]) if found else None
         return UsageLimit(now + delay if delay is not None else None, first_line(text))
+
+    def failure_lines(self, plain: list[str]) -> list[str]:
+        """The plain lines without the retried attempts Gemini CLI recovers from by itself."""
+        kept: list[str] = []
+        retrying: list[str] = []
+        for text in plain:
+            if retrying or _RETRY_START.match(text):
+                retrying.append(text)
+                if _RETRY_END.search(text):
+                    retrying = []
+            else:
+                kept.append(text)
+        return kept + retrying  # an attempt never retried is the failure after all
+
+    def limit_in_events(self, events: list[dict[str, Any]]) -> UsageLimit | None:
+        """An error ``result`` whose ``error.type`` is ``TerminalQuotaError``."""
+        for event in events:
+            error = event.get("error") if event.get("type") == "result" else None
+            if str_field(error, "type") == _TERMINAL_QUOTA:
+                return UsageLimit(None, str_field(error, "message") or _TERMINAL_QUOTA)
+        return None
 
     def reply_text(self, output: str) -> str | None:
         """The assistant deltas after the last user message or tool round trip, joined."""
