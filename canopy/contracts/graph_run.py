@@ -28,7 +28,7 @@ remote activity). Its code stays registered so those runs drain to their end; no
 starts one any more."""
 
 SpecOutcome = Literal["completed", "failed", "skipped", "interrupted", "limit_blocked"]
-NodeStatus = Literal["succeeded", "failed", "limit_blocked", "timed_out", "interrupted"]
+NodeStatus = Literal["succeeded", "failed", "limit_blocked", "timed_out", "stalled", "interrupted"]
 
 
 class RunCounts(BaseModel):

@@ -2,7 +2,8 @@
 
 Import from here: :func:`get_platform`, :func:`platform_names`, :class:`Platform`,
 :class:`Invocation`, :class:`UsageLimit`, :class:`LimitWait`, :class:`HarnessConversation`,
-:func:`clamp_reset` and :func:`limit_wait`. See ``docs/platforms.md``.
+:func:`clamp_reset`, :func:`limit_wait` and :func:`load_stall_minutes`. See
+``docs/platforms.md``.
 """
 
 from canopy.platforms.base import (
@@ -14,6 +15,7 @@ from canopy.platforms.base import (
     clamp_reset,
     limit_wait,
 )
+from canopy.platforms.config import load_stall_minutes
 from canopy.platforms.registry import get_platform, platform_names
 
 __all__ = [
@@ -25,5 +27,6 @@ __all__ = [
     "clamp_reset",
     "get_platform",
     "limit_wait",
+    "load_stall_minutes",
     "platform_names",
 ]
