@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from canopy.platforms import UsageLimit, get_platform, limit_wait
+from canopy.platforms import HarnessUsage, UsageLimit, get_platform, limit_wait
 
 SAMPLES = Path(__file__).parent / "fixtures" / "harness-samples"
 # Thursday 2026-01-15, 12:00 in New York (the machine's zone in these tests), 18:00 in Berlin.
@@ -309,3 +309,153 @@ def test_limit_wait_names_the_time_and_where_it_came_from() -> None:
     absurd = limit_wait(UsageLimit(NOW + timedelta(days=300), "misread"), NOW)
     assert absurd.retry_at == NOW + timedelta(hours=6)
     assert "is too far ahead to be right" in absurd.reason
+
+
+# ------------------------------------------------------------------------- usage
+
+
+SAMPLE_USAGE: list[tuple[str, HarnessUsage | None]] = [
+    (
+        "claude_ok_2.1.83_issue38673.jsonl",
+        HarnessUsage(
+            input_tokens=3,
+            output_tokens=6,
+            cost_usd=0.024,
+            turns=1,
+            duration_ms=4086,
+            model="claude-opus-4-6",
+        ),
+    ),
+    ("claude_rejected_event_paperclip5776.jsonl", None),
+    (
+        "claude_session_limit_2.1.220_capture.jsonl",
+        HarnessUsage(duration_ms=864, model="claude-sonnet-5"),
+    ),
+    (
+        "codex_ok_captured_53143053056.jsonl",
+        HarnessUsage(input_tokens=1284, output_tokens=5, cache_read_tokens=9600, turns=1),
+    ),
+    (
+        "codex_hybrid_stdin_notice_54875752316.txt",
+        HarnessUsage(input_tokens=16731, output_tokens=12, turns=1),
+    ),
+    ("codex_rollout_budget_issue37676.jsonl", None),
+    ("codex_turn_failed_usage_limit_sandboxed394.jsonl", None),
+    (
+        "gemini_auth_fail_0.50.0_verified.jsonl",
+        HarnessUsage(
+            input_tokens=0, output_tokens=0, cache_read_tokens=0, duration_ms=0, model="auto"
+        ),
+    ),
+    (
+        "gemini_tool_use_fixture_52212130363.jsonl",
+        HarnessUsage(
+            input_tokens=26928,
+            output_tokens=87,
+            cache_read_tokens=0,
+            duration_ms=5575,
+            model="auto-gemini-3",
+        ),
+    ),
+    ("gemini_transient_capacity_then_success.txt", HarnessUsage(model="auto-gemini-3")),
+    ("gemini_stderr_daily_quota_59875375351.txt", None),
+    ("gemini_429_resource_exhausted_issue1800.txt", None),
+]
+
+
+@pytest.mark.parametrize(("sample", "expected"), SAMPLE_USAGE)
+def test_each_sample_gives_its_usage(sample: str, expected: HarnessUsage | None) -> None:
+    platform = get_platform(sample.split("_")[0])
+    assert platform.usage((SAMPLES / sample).read_text(encoding="utf-8")) == expected
+
+
+def test_every_sample_has_its_usage_checked() -> None:
+    assert {name for name, _ in SAMPLE_USAGE} == {path.name for path in SAMPLES.glob("*_*")}
+
+
+def events(*lines: Mapping[str, object]) -> str:
+    return "\n".join(json.dumps(line) for line in lines) + "\n"
+
+
+def test_claude_usage_with_cache_and_models_and_without_a_result() -> None:
+    claude = get_platform("claude")
+    init = {"type": "system", "subtype": "init", "model": "claude-opus-4-6[1m]"}
+    usage = {
+        "input_tokens": 12,
+        "output_tokens": 900,
+        "cache_creation_input_tokens": 4000,
+        "cache_read_input_tokens": 30000,
+    }
+    result = {
+        "type": "result",
+        "is_error": False,
+        "usage": usage,
+        "total_cost_usd": 1.25,
+        "num_turns": 7,
+        "duration_ms": 60000,
+        "modelUsage": {
+            "claude-haiku-4-5": {"outputTokens": 100},
+            "claude-opus-4-6": {"outputTokens": 800},
+        },
+    }
+    assert claude.usage(events(init, result)) == HarnessUsage(
+        12, 900, 30000, 4000, 1.25, 7, 60000, "claude-opus-4-6"
+    )
+    # no result: each message's usage once (a message streamed in two events repeats it)
+    first = {
+        "id": "m1",
+        "model": "claude-sonnet-5",
+        "usage": {"input_tokens": 5, "output_tokens": 7},
+    }
+    second = {
+        "id": "m2",
+        "model": "claude-sonnet-5",
+        "usage": {"input_tokens": 1, "output_tokens": 2},
+    }
+    said = [{"type": "assistant", "message": message} for message in (first, first, second)]
+    limited = synthetic("You've hit your limit · resets 2pm")
+    assert claude.usage(events(init, *said, limited)) == HarnessUsage(
+        input_tokens=6, output_tokens=9, model="claude-sonnet-5"
+    )
+    assert claude.usage(events(init)) == HarnessUsage(model="claude-opus-4-6[1m]")
+    assert claude.usage("crashed before printing anything\n") is None
+
+
+def test_codex_usage_sums_its_turns_and_gemini_names_the_model_that_worked() -> None:
+    turns = [
+        {
+            "type": "turn.completed",
+            "usage": {"input_tokens": 100, "cached_input_tokens": 60, "output_tokens": 7},
+        },
+        {"type": "turn.completed", "usage": {"input_tokens": 50, "output_tokens": 3}},
+    ]
+    assert get_platform("codex").usage(events(*turns)) == HarnessUsage(
+        input_tokens=90, output_tokens=10, cache_read_tokens=60, turns=2
+    )
+    models = {"gemini-3-flash": {"output_tokens": 2}, "gemini-3-pro": {"output_tokens": 40}}
+    stats = {
+        "input_tokens": 500,
+        "cached": 200,
+        "output_tokens": 42,
+        "duration_ms": 900,
+        "models": models,
+    }
+    gemini = events(
+        {"type": "init", "model": "auto"}, {"type": "result", "status": "success", "stats": stats}
+    )
+    assert get_platform("gemini").usage(gemini) == HarnessUsage(
+        input_tokens=300,
+        output_tokens=42,
+        cache_read_tokens=200,
+        duration_ms=900,
+        model="gemini-3-pro",
+    )
+
+
+def test_nonsense_counts_are_not_usage() -> None:
+    result = {
+        "type": "result",
+        "usage": {"input_tokens": -3, "output_tokens": True},
+        "total_cost_usd": "1",
+    }
+    assert get_platform("claude").usage(events(result)) is None

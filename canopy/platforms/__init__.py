@@ -1,9 +1,9 @@
 """Platform adapters: how to launch each agent harness and read what it prints.
 
 Import from here: :func:`get_platform`, :func:`platform_names`, :class:`Platform`,
-:class:`Invocation`, :class:`UsageLimit`, :class:`LimitWait`, :class:`HarnessConversation`,
-:func:`clamp_reset`, :func:`limit_wait` and :func:`load_stall_minutes`. See
-``docs/platforms.md``.
+:class:`Invocation`, :class:`UsageLimit`, :class:`LimitWait`, :class:`HarnessUsage`,
+:class:`HarnessConversation`, :func:`clamp_reset`, :func:`limit_wait` and
+:func:`load_stall_minutes`. See ``docs/platforms.md``.
 """
 
 from canopy.platforms.base import (
@@ -17,9 +17,11 @@ from canopy.platforms.base import (
 )
 from canopy.platforms.config import load_stall_minutes
 from canopy.platforms.registry import get_platform, platform_names
+from canopy.platforms.usage import HarnessUsage
 
 __all__ = [
     "HarnessConversation",
+    "HarnessUsage",
     "Invocation",
     "LimitWait",
     "Platform",

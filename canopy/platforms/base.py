@@ -18,6 +18,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from canopy.platforms.usage import HarnessUsage
+
 MIN_LIMIT_WAIT = timedelta(seconds=60)
 FALLBACK_LIMIT_WAIT = timedelta(hours=6)
 MAX_REPORTED_RESET = timedelta(days=8)
@@ -101,6 +103,14 @@ class Platform(ABC):
     @abstractmethod
     def usage_limit(self, output: str, now: datetime) -> UsageLimit | None:
         """The usage limit the run's output reports, if any (``now`` is timezone-aware)."""
+
+    def usage(self, output: str) -> HarnessUsage | None:
+        """The tokens, cost, turns, duration and model this run's output reports.
+
+        ``None`` (this default) when the harness reports none: a user-defined platform's
+        output has no known shape.
+        """
+        return None
 
     def reply_text(self, output: str) -> str | None:
         """The assistant's final reply in this run's output: the text a user would read.
@@ -246,6 +256,15 @@ class JsonLinesPlatform(Platform, ABC):
     @abstractmethod
     def reply_text(self, output: str) -> str | None:
         """The final reply, read from the events: raw JSON lines are never what a user reads."""
+
+    def usage(self, output: str) -> HarnessUsage | None:
+        """The usage the run's events report, ``None`` when they report none."""
+        found = self.usage_in_events(json_events(output))
+        return None if found.empty else found
+
+    @abstractmethod
+    def usage_in_events(self, events: list[dict[str, Any]]) -> HarnessUsage:
+        """The usage these events report (an empty one when they report none)."""
 
     @abstractmethod
     def conversations(self, workdir: Path) -> list[HarnessConversation]:

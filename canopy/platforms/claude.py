@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import unicodedata
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,7 @@ from canopy.platforms.history import (
     title_of,
 )
 from canopy.platforms.resets import MONTH_PATTERN, WEEKDAY_PATTERN, clock_reset, from_epoch
+from canopy.platforms.usage import HarnessUsage, amount, count, events_of, main_model, total
 
 # "limit reached" alone also names the context window ("Context limit reached · /compact"),
 # so it only counts next to a reset or as a usage limit; "hit your … limit" names any kind
@@ -79,6 +80,8 @@ _RESETS = re.compile(
     r"(?:\s*\((?P<tz>[A-Za-z_]+(?:/[A-Za-z0-9_+-]+)*)\))?",
     re.IGNORECASE,
 )
+_SYNTHETIC = "<synthetic>"
+"""The ``model`` of assistant messages Claude Code writes itself (errors, limits)."""
 _LIMIT_ERROR = "rate_limit"
 """The ``error`` of the synthetic assistant message Claude Code writes for a usage limit."""
 _UNSAFE_IN_DIR_NAME = re.compile(r"[^a-zA-Z0-9]")
@@ -176,6 +179,31 @@ class ClaudePlatform(JsonLinesPlatform):
         replies = (_assistant_text(event) for event in reversed(events))
         return next(filter(None, replies), None)
 
+    def usage_in_events(self, events: list[dict[str, Any]]) -> HarnessUsage:
+        """The final ``result``'s ``usage``, ``total_cost_usd``, ``num_turns`` and
+        ``duration_ms``; without a result (a crash, a limit), the assistant messages'
+        usage summed. The model: the one ``modelUsage`` credits with most output, else the
+        last real (not ``<synthetic>``) assistant message's, else the init event's."""
+        messages = [event.get("message") for event in events_of(events, "assistant")]
+        real = [m for m in messages if isinstance(m, dict) and m.get("model") != _SYNTHETIC]
+        models = [str_field(message, "model") for message in real]
+        init = next(iter(events_of(events, "system")), {})
+        fallback = next(filter(None, reversed(models)), None) or str_field(init, "model")
+        results = events_of(events, "result")
+        if not results:
+            once = {
+                str(message.get("id", n)): message.get("usage") for n, message in enumerate(real)
+            }
+            return replace(_token_usage(list(once.values())), model=fallback)
+        result = results[-1]
+        return replace(
+            _token_usage([result.get("usage")]),
+            cost_usd=amount(result, "total_cost_usd"),
+            turns=count(result, "num_turns"),
+            duration_ms=count(result, "duration_ms"),
+            model=main_model(result.get("modelUsage"), "outputTokens") or fallback,
+        )
+
     def conversations(self, workdir: Path) -> list[HarnessConversation]:
         """Sessions under ``projects/<dir>`` whose recorded ``cwd`` is ``workdir``."""
         home = harness_home("CLAUDE_CONFIG_DIR", ".claude")
@@ -185,6 +213,17 @@ class ClaudePlatform(JsonLinesPlatform):
         files = (f for folder in _project_dirs(home / "projects", target) for f in list_dir(folder))
         found = (_session(path) for path in files if _is_session_file(path))
         return newest_first(c for c in found if c is not None and is_workdir(c.workdir, target))
+
+
+def _token_usage(usages: list[object]) -> HarnessUsage:
+    """Anthropic ``usage`` objects summed (one per message; a message streamed in several
+    events repeats its id and usage, so callers pass each message once)."""
+    return HarnessUsage(
+        input_tokens=total([count(u, "input_tokens") for u in usages]),
+        output_tokens=total([count(u, "output_tokens") for u in usages]),
+        cache_read_tokens=total([count(u, "cache_read_input_tokens") for u in usages]),
+        cache_write_tokens=total([count(u, "cache_creation_input_tokens") for u in usages]),
+    )
 
 
 def _rejection(info: dict[str, Any]) -> UsageLimit:

@@ -54,6 +54,7 @@ from canopy.platforms.history import (
     title_of,
 )
 from canopy.platforms.resets import MONTH_PATTERN, clock_reset, parse_duration
+from canopy.platforms.usage import HarnessUsage, count, events_of, total
 
 _LIMIT_TEXT = re.compile(
     r"(?:hit|reached) your usage limit|usage_limit_reached"
@@ -148,6 +149,20 @@ class CodexPlatform(JsonLinesPlatform):
                 if text is not None:
                     return text
         return None
+
+    def usage_in_events(self, events: list[dict[str, Any]]) -> HarnessUsage:
+        """Each ``turn.completed``'s ``usage`` summed, one turn each. Codex counts cached
+        input inside ``input_tokens``; it is reported apart, as cache reads. ``exec
+        --json`` names no model and prices nothing."""
+        usages = [event.get("usage") for event in events_of(events, "turn.completed")]
+        cached = total([count(u, "cached_input_tokens") for u in usages])
+        inputs = total([count(u, "input_tokens") for u in usages])
+        return HarnessUsage(
+            input_tokens=None if inputs is None else max(0, inputs - (cached or 0)),
+            output_tokens=total([count(u, "output_tokens") for u in usages]),
+            cache_read_tokens=cached,
+            turns=len(usages) or None,
+        )
 
     def conversations(self, workdir: Path) -> list[HarnessConversation]:
         """Rollouts under ``sessions/`` whose ``session_meta`` cwd is ``workdir``."""

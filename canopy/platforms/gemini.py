@@ -68,6 +68,7 @@ from canopy.platforms.history import (
     user_home,
 )
 from canopy.platforms.resets import parse_duration
+from canopy.platforms.usage import HarnessUsage, count, events_of, main_model
 
 _LIMIT_TEXT = re.compile(
     r"RESOURCE_EXHAUSTED|quota exceeded|exceeded your current quota|TerminalQuotaError"
@@ -176,6 +177,30 @@ class GeminiPlatform(JsonLinesPlatform):
             elif event.get("type") in _TURN_BREAKS:
                 turn = []
         return nonblank("".join(turn))
+
+    def usage_in_events(self, events: list[dict[str, Any]]) -> HarnessUsage:
+        """The final ``result``'s ``stats``: ``input`` (uncached input; older releases:
+        ``input_tokens`` less ``cached``), ``output_tokens``, ``cached``, ``duration_ms``.
+        The model: the one ``stats.models`` credits with most output, else the init
+        event's (``auto`` when Gemini CLI chooses). Gemini CLI prices nothing."""
+        results = events_of(events, "result")
+        stats = results[-1].get("stats") if results else None
+        cached = count(stats, "cached")
+        prompt = count(stats, "input_tokens")
+        uncached = count(stats, "input")
+        if uncached is None and prompt is not None:
+            uncached = max(0, prompt - (cached or 0))
+        init = next(iter(events_of(events, "init")), {})
+        model = main_model(
+            stats.get("models") if isinstance(stats, dict) else None, "output_tokens"
+        )
+        return HarnessUsage(
+            input_tokens=uncached,
+            output_tokens=count(stats, "output_tokens"),
+            cache_read_tokens=cached,
+            duration_ms=count(stats, "duration_ms"),
+            model=model or str_field(init, "model"),
+        )
 
     def conversations(self, workdir: Path) -> list[HarnessConversation]:
         """Chat sessions in the project directories Gemini CLI used for ``workdir``."""
