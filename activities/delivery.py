@@ -26,7 +26,7 @@ from canopy.errors import Refused
 from canopy.ops.notifications import notify
 from canopy.ops.sessions import LIVE, SESSION_NOT_FOUND, message_json
 from canopy.paths import session_path
-from canopy.platforms import Platform, clamp_reset, get_platform
+from canopy.platforms import Platform, get_platform, limit_wait
 from canopy.sessions.transcripts import append_turn
 from canopy.store.engine import open_store
 from canopy.store.models import InteractiveSession, Message
@@ -165,8 +165,9 @@ def record_turn(plan: TurnPlan, platform: Platform, end: ProcessEnd) -> Delivery
         now = utcnow()
         limit = platform.usage_limit(output, now)
         if limit is not None:
-            retry_at = clamp_reset(limit.reset_at, now)
-            return wait_for_limit(plan, retry_at, limit.message, _conversation_id(platform, output))
+            wait = limit_wait(limit, now)
+            conversation = _conversation_id(platform, output)
+            return wait_for_limit(plan, wait.retry_at, wait.reason, conversation)
         error = f"the turn exited with code {end.exit_code}"
         return finish(plan, FAILED, error=error, output=output, platform=platform)
     return finish(plan, DELIVERED, output=output, platform=platform)

@@ -20,9 +20,10 @@ Any later attempt therefore adopts the process: lock held → wait for it; ``exi
 present → it finished; ``started`` without ``exit`` and nobody holding the lock → it was
 lost (the machine went down) and is reported, never silently started again.
 
-Only an explicit cancel (``stop``) kills the process. An attempt cancelled because its
-worker shuts down or the server has given up on it leaves the process running for the
-attempt that adopts it.
+Only an explicit cancel (``stop``), a deadline (``timeout_minutes``) or a stall (no output
+for ``stall_minutes``) kills the process. An attempt cancelled because its worker shuts
+down or the server has given up on it leaves the process running for the attempt that
+adopts it.
 """
 
 import asyncio
@@ -111,6 +112,7 @@ class ProcessEnd:
     exit_code: int | None
     problem: str | None = None
     timed_out: bool = False
+    stalled: bool = False
 
     @property
     def lost(self) -> bool:
@@ -181,13 +183,15 @@ async def run_once(
     *,
     timeout_minutes: float | None,
     watcher: OutputWatcher | None = None,
+    stall_minutes: float | None = None,
 ) -> ProcessEnd:
     """Start the process (``command()`` is only built then) or adopt the one an earlier
-    attempt started, and wait for its end, heartbeating."""
+    attempt started, and wait for its end, heartbeating. ``stall_minutes`` (``None`` or
+    0: no check) kills a process that has printed nothing for that long."""
     files.directory.mkdir(parents=True, exist_ok=True)
     ended = _start_or_adopt(command, files)
     if ended is None:
-        ended = await _wait(files, timeout_minutes, watcher)
+        ended = await _wait(files, Limits(timeout_minutes, stall_minutes), watcher)
     if watcher is not None:
         watcher.finish()
     return ended
@@ -269,36 +273,66 @@ def _released(files: ProcessFiles) -> None:
         os.close(fd)
 
 
-async def _wait(
-    files: ProcessFiles, timeout_minutes: float | None, watcher: OutputWatcher | None
-) -> ProcessEnd:
-    """Heartbeat until the runner lets go of the lock; kill the process past its deadline.
+@dataclass(frozen=True)
+class Limits:
+    """When a waiter kills its process: past a deadline, or after a silence (minutes;
+    ``None`` or 0 for no limit)."""
+
+    timeout_minutes: float | None
+    stall_minutes: float | None
+
+    def overrun(self, files: ProcessFiles, now: float) -> ProcessEnd | None:
+        """The end to report if the process is past a limit now, else ``None``.
+
+        Times are the files' own (when the process started, when it last printed), so an
+        attempt adopting the process after a worker restart measures the same.
+        """
+        try:
+            started = files.started.stat().st_mtime
+        except FileNotFoundError:  # not launched (yet): nothing to measure
+            return None
+        if self.timeout_minutes and now > started + self.timeout_minutes * 60:
+            stopped = f"ran longer than {self.timeout_minutes:g} minutes and was stopped"
+            return ProcessEnd(None, stopped, timed_out=True)
+        if self.stall_minutes and now > _last_output(files, started) + self.stall_minutes * 60:
+            silent = f"printed nothing for {self.stall_minutes:g} minutes and was stopped"
+            return ProcessEnd(None, silent, stalled=True)
+        return None
+
+
+def _last_output(files: ProcessFiles, started: float) -> float:
+    """When the process last printed (its log's modification time), else its start."""
+    try:
+        return max(started, files.output.stat().st_mtime)
+    except FileNotFoundError:
+        return started
+
+
+async def _wait(files: ProcessFiles, limits: Limits, watcher: OutputWatcher | None) -> ProcessEnd:
+    """Heartbeat until the runner lets go of the lock; kill the process past a limit.
 
     The wait is a blocking lock in a thread, so an end is seen at once, not at the next
     poll. Only a requested cancel (``stop``) kills the process; any other cancellation
     (worker shutdown, the server timing the attempt out) leaves it to the next attempt.
     """
-    deadline = files.started.stat().st_mtime + timeout_minutes * 60 if timeout_minutes else None
     released = asyncio.ensure_future(asyncio.to_thread(_released, files))
-    timed_out = False
+    overrun: ProcessEnd | None = None
     try:
         while not released.done():
             if watcher is not None:
                 watcher.poll()
             activity.heartbeat(_details(files, watcher))
-            if deadline is not None and not timed_out and time.time() > deadline:
-                kill(files)
-                timed_out = True
+            if overrun is None:
+                overrun = limits.overrun(files, time.time())
+                if overrun is not None:
+                    kill(files)
             await asyncio.wait({released}, timeout=HEARTBEAT_SECONDS)
     except asyncio.CancelledError:
         details = activity.cancellation_details()
         if details is not None and details.cancel_requested:
             kill(files)
         raise
-    if timed_out:
-        stopped = f"ran longer than {timeout_minutes:g} minutes and was stopped"
-        return ProcessEnd(None, stopped, timed_out=True)
-    return _ended(files) or ProcessEnd(None, LOST)
+    return overrun or _ended(files) or ProcessEnd(None, LOST)
 
 
 def _details(files: ProcessFiles, watcher: OutputWatcher | None) -> dict[str, Any]:

@@ -12,7 +12,7 @@ error; so is anything that keeps the node from starting, with the reason recorde
 """
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from temporalio import activity
@@ -33,7 +33,7 @@ from canopy.errors import Refused
 from canopy.graphs import markers
 from canopy.graphs.model import AgentNode, CommandNode, EnsembleNode
 from canopy.paths import run_log_dir
-from canopy.platforms import Platform, clamp_reset, get_platform
+from canopy.platforms import Platform, get_platform, limit_wait, load_stall_minutes
 from canopy.store.engine import open_store
 from canopy.store.models import Spec
 from canopy.temporal.client import this_host
@@ -76,6 +76,7 @@ async def run_agent_node(launch: NodeLaunch) -> NodeResult:
     files = node_files(launch)
     try:
         platform = get_platform(agent.platform)
+        stall = node.stall_minutes if node.stall_minutes is not None else load_stall_minutes()
     except Refused as refusal:
         return _not_started(launch, files, refusal, agent.platform)
     watcher = OutputWatcher(files.output, platform, launch.resume_session_id)
@@ -89,12 +90,20 @@ async def run_agent_node(launch: NodeLaunch) -> NodeResult:
         env = node_env(launch, values)
         return Command(invocation.argv, launch.workdir, env, invocation.stdin)
 
-    timeout = node.timeout_minutes
+    def launch_or_adopt() -> Awaitable[ProcessEnd]:
+        return run_once(
+            files,
+            command,
+            timeout_minutes=node.timeout_minutes,
+            watcher=watcher,
+            stall_minutes=stall,
+        )
+
     try:
-        end = await run_once(files, command, timeout_minutes=timeout, watcher=watcher)
+        end = await launch_or_adopt()
         if end.lost:  # the machine went down under it: the agent resumes its own session
             files.set_lost_aside()
-            end = await run_once(files, command, timeout_minutes=timeout, watcher=watcher)
+            end = await launch_or_adopt()
     except (Refused, LaunchError) as error:
         return _not_started(launch, files, error, agent.platform)
     return node_result(launch, files, end, watcher, platform)
@@ -166,18 +175,23 @@ def node_result(
         platform=platform.name if platform else None,
         host=this_host(),
     )
-    if end.timed_out:
+    if end.timed_out or end.stalled:
+        status = "timed_out" if end.timed_out else "stalled"
         message = f"node {launch.node.name} {end.problem}"
-        return ended.model_copy(update={"status": "timed_out", "error": message})
+        return ended.model_copy(update={"status": status, "error": message})
     if end.exit_code is None:
         return ended.model_copy(update={"error": end.problem})
     if end.exit_code == 0:
         return ended
     limit = platform.usage_limit(watcher.tail, utcnow()) if platform else None
     if limit is not None:
-        reset_at = clamp_reset(limit.reset_at, utcnow())
+        wait = limit_wait(limit, utcnow())
         return ended.model_copy(
-            update={"status": "limit_blocked", "limit_reset_at": reset_at, "error": limit.message}
+            update={
+                "status": "limit_blocked",
+                "limit_reset_at": wait.retry_at,
+                "error": wait.reason,
+            }
         )
     return ended.model_copy(update={"error": exit_reason(end.exit_code)})
 

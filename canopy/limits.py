@@ -52,6 +52,11 @@ class Range:
 NODE_TIMEOUT_MINUTES = Range(1, 10_080, "minutes", "7 days")
 """A node's ``timeout_minutes``. The workflow adds it to a ``timedelta``; above about
 1.5e13 minutes that overflows and wedges every run of the graph."""
+STALL_MINUTES = Range(0, 10_080, "minutes", "7 days")
+"""An agent node's ``stall_minutes`` (and the config file's default): how long its agent
+may print nothing before it is killed; 0 turns the check off."""
+DEFAULT_STALL_MINUTES = 60
+"""``stall_minutes`` of an agent node that does not set it, unless the config file does."""
 HOOK_TIMEOUT_MINUTES = Range(1, 10_080, "minutes", "7 days")
 """An agent hook's ``timeout_minutes``."""
 MAX_VISITS = Range(1, 1_000)

@@ -20,8 +20,10 @@ Behaviour is steered by directives: prompt lines ``FAKE: <verb> <args>`` and the
 - ``sleep SECONDS``; ``hang``: sleep until killed (after the session id is printed)
 - ``exit N``: end with exit status N (an error result unless N is 0)
 - ``exit-once MARKER N``: like ``exit N`` if file MARKER is absent (it is created), else go on
-- ``limit [SECONDS]``: print this format's usage-limit output with a reset SECONDS ahead
-  (default 5 hours) and exit 1; ``limit-once MARKER [SECONDS]``: only if MARKER is absent
+- ``limit [SECONDS] [SHAPE]``: print this format's usage-limit output with a reset SECONDS
+  ahead (default 5 hours) in one of the shapes the real CLI prints (:data:`LIMIT_SHAPES`,
+  the first is the default) and exit 1; ``limit-once MARKER [SECONDS] [SHAPE]``: only if
+  MARKER is absent
 
 Unknown or malformed directives exit 2. With no ending directive the run succeeds (exit 0). Each run
 appends one JSON line to ``$FAKE_AGENT_RECORD`` (if set) before obeying directives:
@@ -62,9 +64,10 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 DEFAULT_LIMIT_SECONDS = 5 * 3600
 _GIT_IDENTITY = [
@@ -228,6 +231,8 @@ def check_output_format(invocation: Invocation) -> None:
 class Emitter(ABC):
     """Prints one CLI's events; subclasses shape them like the real CLI."""
 
+    format: str
+
     def __init__(self, session_id: str, model: str | None, prompt: str) -> None:
         self.session_id = session_id
         self.model = model or "fake-model"
@@ -260,12 +265,14 @@ class Emitter(ABC):
         """The events of a failed run."""
 
     @abstractmethod
-    def limit(self, reset: datetime) -> None:
-        """The CLI's usage-limit output for a limit resetting at ``reset``."""
+    def limit(self, reset: datetime, shape: str) -> None:
+        """The CLI's usage-limit output for a limit resetting at ``reset``, in ``shape``."""
 
 
 class ClaudeEmitter(Emitter):
     """``claude -p --output-format stream-json --verbose``."""
+
+    format = "claude"
 
     def start(self) -> None:
         self.emit(
@@ -296,22 +303,25 @@ class ClaudeEmitter(Emitter):
             }
         )
 
-    def _result(self, text: str, *, error: bool, subtype: str) -> None:
-        self.emit(
-            {
-                "type": "result",
-                "subtype": subtype,
-                "is_error": error,
-                "duration_ms": 12,
-                "duration_api_ms": 0,
-                "num_turns": 1,
-                "result": text,
-                "session_id": self.session_id,
-                "total_cost_usd": 0,
-                "usage": {"input_tokens": 0, "output_tokens": 0},
-                "uuid": str(uuid.uuid4()),
-            }
-        )
+    def _result(
+        self, text: str, *, error: bool, subtype: str, api_error_status: int | None = None
+    ) -> None:
+        event: dict[str, Any] = {
+            "type": "result",
+            "subtype": subtype,
+            "is_error": error,
+            "duration_ms": 12,
+            "duration_api_ms": 0,
+            "num_turns": 1,
+            "result": text,
+            "session_id": self.session_id,
+            "total_cost_usd": 0,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+            "uuid": str(uuid.uuid4()),
+        }
+        if api_error_status is not None:
+            event["api_error_status"] = api_error_status
+        self.emit(event)
 
     def succeed(self, text: str) -> None:
         self.say(text)
@@ -320,24 +330,82 @@ class ClaudeEmitter(Emitter):
     def fail(self, message: str) -> None:
         self._result(message, error=True, subtype="error_during_execution")
 
-    def limit(self, reset: datetime) -> None:
+    def limit(self, reset: datetime, shape: str) -> None:
         epoch = int(reset.timestamp())
-        info = {
-            "status": "rejected",
-            "resetsAt": epoch,
-            "rateLimitType": "five_hour",
-            "overageStatus": "rejected",
-            "isUsingOverage": False,
-        }
+        if shape == "stderr":  # no events at all: the message alone, in local time
+            print(claude_limit_text(reset, None), file=sys.stderr, flush=True)
+            return
+        if shape == "epoch":  # releases before 2.1: the epoch after a pipe
+            self._rejected(epoch)
+            text = f"Claude AI usage limit reached|{epoch}"
+            self.show(text, model="<synthetic>")
+            self._result(text, error=True, subtype="success")
+            return
+        if shape in ("event", "text"):  # "text": resetsAt left out, as 2.1.220 prints it
+            self._rejected(epoch if shape == "event" else None)
+        text = claude_limit_text(reset, CLAUDE_LIMIT_ZONE)
+        self._api_error(text, "rate_limit")
+        if shape != "synthetic":  # "synthetic": the stream ends without a result
+            self._result(text, error=True, subtype="success", api_error_status=429)
+
+    def _rejected(self, resets_at: int | None) -> None:
+        """A ``rate_limit_event`` rejecting the request (``resetsAt`` when given)."""
+        info: dict[str, Any] = {"status": "rejected", "rateLimitType": "five_hour"}
+        if resets_at is not None:
+            info.update(resetsAt=resets_at, overageStatus="rejected", isUsingOverage=False)
         event = {"type": "rate_limit_event", "rate_limit_info": info}
-        self.emit({**event, "session_id": self.session_id})
-        text = f"Claude AI usage limit reached|{epoch}"
-        self.show(text, model="<synthetic>")
-        self._result(text, error=True, subtype="success")
+        self.emit({**event, "uuid": str(uuid.uuid4()), "session_id": self.session_id})
+
+    def _api_error(self, text: str, error: str) -> None:
+        """The synthetic assistant message Claude Code writes for an API failure."""
+        message = {
+            "id": str(uuid.uuid4()),
+            "model": "<synthetic>",
+            "role": "assistant",
+            "content": [{"type": "text", "text": text}],
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }
+        self.emit(
+            {
+                "type": "assistant",
+                "message": message,
+                "parent_tool_use_id": None,
+                "session_id": self.session_id,
+                "error": error,
+                "is_api_error_message": True,
+            }
+        )
+
+
+CLAUDE_LIMIT_ZONE = "Europe/Berlin"
+
+
+def claude_limit_text(reset: datetime, zone: str | None) -> str:
+    """Claude Code's limit line: ``You've hit your session limit · resets 2:10pm (Zone)``.
+
+    The kind and the reset's form follow how far off it is, as in the real CLI: a session
+    window names a time of day, a weekly one a weekday, a per-model one a date. Minutes
+    are cut (never rounded up), as the CLI shows them.
+    """
+    local = reset.astimezone(ZoneInfo(zone)) if zone else reset.astimezone()
+    ahead = reset - datetime.now(UTC)
+    hour = f"{local.hour % 12 or 12}"
+    meridiem = "am" if local.hour < 12 else "pm"
+    short = f"{hour}{meridiem}" if local.minute == 0 else f"{hour}:{local:%M}{meridiem}"
+    if ahead < timedelta(hours=20):
+        kind, when = "session", short
+    elif ahead < timedelta(days=6):
+        kind, when = "weekly", f"{local:%a} {hour}:{local:%M}{meridiem}"
+    else:
+        kind, when = "Opus", f"{local:%b} {local.day}, {short}"
+    suffix = f" ({zone})" if zone else ""
+    return f"You've hit your {kind} limit · resets {when}{suffix}"
 
 
 class CodexEmitter(Emitter):
     """``codex exec --json``."""
+
+    format = "codex"
 
     def start(self) -> None:
         self.emit({"type": "thread.started", "thread_id": self.session_id})
@@ -356,12 +424,26 @@ class CodexEmitter(Emitter):
         self.emit({"type": "error", "message": message})
         self.emit({"type": "turn.failed", "error": {"message": message}})
 
-    def limit(self, reset: datetime) -> None:
-        self.fail(
-            "You've hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), "
-            "visit https://chatgpt.com/codex/settings/usage to purchase more credits or try "
-            f"again at {codex_time(reset)}."
-        )
+    def limit(self, reset: datetime, shape: str) -> None:
+        if shape == "quota":  # a hard quota: no reset at all
+            self.fail("Quota exceeded. Check your plan and billing details.")
+        elif shape == "in":  # older releases: a duration, with a curly apostrophe
+            left = max(0, int((reset - datetime.now(UTC)).total_seconds()))
+            self.fail(f"You\u2019ve hit your usage limit. Try again in {codex_duration(left)}.")
+        else:
+            self.fail(
+                "You've hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), "
+                "visit https://chatgpt.com/codex/settings/usage to purchase more credits or try "
+                f"again at {codex_time(reset)}."
+            )
+
+
+def codex_duration(seconds: int) -> str:
+    """Codex's older rendering of a wait: ``1 day 2 hours 5 minutes`` (cut to minutes)."""
+    days, hours, minutes = seconds // 86400, seconds % 86400 // 3600, seconds % 3600 // 60
+    parts = [(days, "day"), (hours, "hour"), (minutes, "minute")]
+    shown = [f"{n} {unit}{'s' if n != 1 else ''}" for n, unit in parts if n]
+    return " ".join(shown) or "less than a minute"
 
 
 def codex_time(reset: datetime) -> str:
@@ -377,6 +459,8 @@ def codex_time(reset: datetime) -> str:
 
 class GeminiEmitter(Emitter):
     """``gemini --output-format stream-json``."""
+
+    format = "gemini"
 
     def _now(self) -> str:
         return datetime.now(UTC).isoformat().replace("+00:00", "Z")
@@ -418,13 +502,24 @@ class GeminiEmitter(Emitter):
     def fail(self, message: str) -> None:
         self._result("error", {"type": "FatalError", "message": message})
 
-    def limit(self, reset: datetime) -> None:
+    def limit(self, reset: datetime, shape: str) -> None:
+        if shape == "resource_exhausted":  # the API's own 429 on stderr: no reset
+            print(GEMINI_429, file=sys.stderr, flush=True)
+            return
         left = max(0, int((reset - datetime.now(UTC)).total_seconds()))
         wait = gemini_duration(left)
         message = (
             f"You have exhausted your capacity on this model. Your quota will reset after {wait}."
         )
         self._result("error", {"type": "TerminalQuotaError", "message": message})
+
+
+GEMINI_429 = (
+    '\u2715 [API Error: {"error":{"message":"{\\n  \\"error\\": {\\n    \\"code\\": 429,'
+    '\\n    \\"message\\": \\"Resource has been exhausted (e.g. check quota).\\",\\n    '
+    '\\"status\\": \\"RESOURCE_EXHAUSTED\\"\\n  }\\n}\\n","code":429,'
+    '"status":"Too Many Requests"}}]\n  Please wait and try again later.'
+)
 
 
 def gemini_duration(seconds: int) -> str:
@@ -434,6 +529,29 @@ def gemini_duration(seconds: int) -> str:
         return f"{hours}h{minutes}m{seconds % 60}s"
     return f"{minutes}m{seconds % 60}s" if minutes else f"{seconds}s"
 
+
+LIMIT_SHAPES: dict[str, tuple[str, ...]] = {
+    "claude": ("text", "event", "synthetic", "stderr", "epoch"),
+    "codex": ("at", "in", "quota"),
+    "gemini": ("terminal", "resource_exhausted"),
+}
+"""The usage-limit shapes each CLI prints, the default first:
+
+- claude ``text``: a rejected ``rate_limit_event`` without ``resetsAt``, a synthetic
+  assistant message (``"error": "rate_limit"``) and an error result, both saying "You've
+  hit your session limit · resets 2:10pm (Europe/Berlin)" (weekly: ``Mon 12:00am``, per
+  model: ``Aug 17, 5am``, by how far off the reset is); ``event``: the same with
+  ``resetsAt``; ``synthetic``: only the synthetic message, no result; ``stderr``: only
+  the line on stderr, in local time; ``epoch``: "Claude AI usage limit reached|<epoch>"
+- codex ``at``: "… try again at 3:05 PM." (another day: ``Sep 18th, 2025 3:05 PM``);
+  ``in``: "You've hit your usage limit. Try again in 4 hours 59 minutes." (with a curly
+  apostrophe); ``quota``:
+  "Quota exceeded. Check your plan and billing details." (no reset)
+- gemini ``terminal``: a ``TerminalQuotaError`` result, "… reset after 4h59m0s";
+  ``resource_exhausted``: the API's 429 ``RESOURCE_EXHAUSTED`` error on stderr (no reset)
+"""
+
+LIMIT_SHAPES_ALL = {shape for shapes in LIMIT_SHAPES.values() for shape in shapes}
 
 EMITTERS: dict[str, type[Emitter]] = {
     "claude": ClaudeEmitter,
@@ -531,8 +649,15 @@ def _exit(args: str, emitter: Emitter) -> None:
 
 
 def _limit(args: str, emitter: Emitter) -> None:
-    seconds = float(args) if args else DEFAULT_LIMIT_SECONDS
-    emitter.limit(datetime.fromtimestamp(time.time() + seconds, UTC))
+    """``[SECONDS] [SHAPE]``: either may be left out."""
+    words = args.split()
+    seconds = float(words.pop(0)) if words and words[0] not in LIMIT_SHAPES_ALL else None
+    shapes = LIMIT_SHAPES[emitter.format]
+    shape = words.pop(0) if words else shapes[0]
+    if words or shape not in shapes:
+        raise ValueError(f"expected [SECONDS] [SHAPE], SHAPE one of {', '.join(shapes)}")
+    delay = DEFAULT_LIMIT_SECONDS if seconds is None else seconds
+    emitter.limit(datetime.fromtimestamp(time.time() + delay, UTC), shape)
     raise Stop(1)
 
 

@@ -21,11 +21,16 @@ async def attempt(
     timeout_minutes: float | None = 5.0,
     stdin: str | None = None,
     environment: ActivityEnvironment | None = None,
+    stall_minutes: float | None = None,
 ) -> ProcessEnd:
     """One activity attempt running ``script`` detached."""
     command = Command(["/bin/sh", "-c", script], str(cwd), {"GREETING": "hi"}, stdin)
     return await (environment or ActivityEnvironment()).run(
-        run_once, files, lambda: command, timeout_minutes=timeout_minutes
+        run_once,
+        files,
+        lambda: command,
+        timeout_minutes=timeout_minutes,
+        stall_minutes=stall_minutes,
     )
 
 
@@ -124,6 +129,30 @@ async def test_a_process_past_its_deadline_is_stopped(files: ProcessFiles, tmp_p
     # the kernel drops the lock before it marks the runner exited: a moment's race
     runner = int(files.started.read_text())
     await eventually(lambda: not alive(runner), "the runner to be gone", 5)
+
+
+async def test_a_silent_process_is_stopped_with_its_children(
+    files: ProcessFiles, tmp_path: Path
+) -> None:
+    """A process that prints nothing for ``stall_minutes`` is killed, its group with it."""
+    script = f"echo started; sleep 60 & echo $! > {tmp_path / 'child'}; wait"
+    ended = await asyncio.wait_for(attempt(files, script, tmp_path, stall_minutes=0.01), 30)
+    assert ended == ProcessEnd(
+        None, "printed nothing for 0.01 minutes and was stopped", stalled=True
+    )
+    child = int((tmp_path / "child").read_text())
+    await eventually(lambda: not alive(child), "the silent process's child to die", 5)
+
+
+async def test_a_process_that_keeps_printing_is_not_stalled(
+    files: ProcessFiles, tmp_path: Path
+) -> None:
+    """Silence is measured from the last output, not from the start (1.2 s allowed here,
+    the script prints every 0.2 s for 2 s)."""
+    script = "for i in 1 2 3 4 5 6 7 8 9 10; do echo tick; sleep 0.2; done"
+    ended = await asyncio.wait_for(attempt(files, script, tmp_path, stall_minutes=0.02), 30)
+    assert ended == ProcessEnd(0)
+    assert files.output.read_text().count("tick") == 10
 
 
 async def test_a_child_left_behind_does_not_hold_the_process_open(

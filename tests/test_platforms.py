@@ -26,8 +26,11 @@ from canopy.platforms import (
 )
 from tests.agent_runs import run_agent
 from tests.engine import agent_runs
+from tests.fake_agent import LIMIT_SHAPES
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
+FAKE_RESETS = [timedelta(hours=5), timedelta(days=3), timedelta(days=7, hours=1)]
+"""Resets the fake renders as a time of day, a weekday and a date (Claude's three forms)."""
 # 12:00 in New York (EST, UTC-5), 01:00 the next day in Shanghai.
 NOW = datetime(2026, 1, 15, 17, 0, tzinfo=UTC)
 HARNESSES = ["claude", "codex", "gemini"]
@@ -419,16 +422,18 @@ def test_gemini_no_false_positives() -> None:
 
 
 def test_clamp_reset_bounds() -> None:
+    """Known resets are kept (a weekly one days away too); unknown or absurd ones fall back."""
     assert clamp_reset(None, NOW) == NOW + timedelta(hours=6)
     assert clamp_reset(NOW - timedelta(hours=1), NOW) == NOW + timedelta(seconds=60)
-    assert clamp_reset(NOW + timedelta(days=3), NOW) == NOW + timedelta(hours=6)
+    assert clamp_reset(NOW + timedelta(days=3), NOW) == NOW + timedelta(days=3)
     assert clamp_reset(NOW + timedelta(hours=2), NOW) == NOW + timedelta(hours=2)
+    assert clamp_reset(NOW + timedelta(days=30), NOW) == NOW + timedelta(hours=6)
 
 
 @given(st.integers(min_value=-(10**8), max_value=10**8))
 def test_clamp_reset_always_within_bounds(offset: int) -> None:
     clamped = clamp_reset(NOW + timedelta(seconds=offset), NOW)
-    assert NOW + timedelta(seconds=60) <= clamped <= NOW + timedelta(hours=6)
+    assert NOW + timedelta(seconds=60) <= clamped <= NOW + timedelta(days=8)
 
 
 # ------------------------------------------------------------ config and registry
@@ -635,16 +640,37 @@ def test_fake_agent_resume_keeps_the_session(name: str, home: Path, tmp_path: Pa
     assert agent_runs(record)[0]["resumed"] == "sess-42"
 
 
-@pytest.mark.parametrize("name", HARNESSES)
-def test_fake_agent_limit_is_detected_with_its_reset(name: str, home: Path, tmp_path: Path) -> None:
+UNTIMED_SHAPES = {"quota", "resource_exhausted"}
+"""Fake limit shapes that, like the real CLI's, name no reset."""
+
+
+@pytest.mark.parametrize(
+    ("name", "shape", "ahead"),
+    [
+        (name, shape, ahead)
+        for name, shapes in LIMIT_SHAPES.items()
+        for shape in shapes
+        for ahead in ([timedelta(hours=5)] if shape in UNTIMED_SHAPES else FAKE_RESETS)
+    ],
+)
+def test_fake_agent_limit_is_detected_with_its_reset(
+    name: str, shape: str, ahead: timedelta, home: Path, tmp_path: Path
+) -> None:
+    """Every shape the fake prints (each a real CLI's) reads back as a limit, timed right."""
     use_fake_agent(home)
     started = datetime.now(UTC)
-    run = run_agent(get_platform(name), "work", tmp_path, FAKE_AGENT_DIRECTIVES="limit")
+    directive = f"limit {ahead.total_seconds():.0f} {shape}"
+    run = run_agent(get_platform(name), "work", tmp_path, FAKE_AGENT_DIRECTIVES=directive)
     assert run.code == 1
     assert run.session_id is not None
-    assert run.limit is not None and run.limit.reset_at is not None
-    expected = started + timedelta(hours=5)
-    assert abs(run.limit.reset_at - expected) < timedelta(minutes=2)  # codex shows minutes
+    assert run.limit is not None
+    if shape in UNTIMED_SHAPES:
+        assert run.limit.reset_at is None
+    else:
+        assert run.limit.reset_at is not None
+        # shown to the minute, never later than the real reset
+        assert started + ahead - timedelta(minutes=1) <= run.limit.reset_at
+        assert run.limit.reset_at <= datetime.now(UTC) + ahead
 
 
 def test_fake_agent_limit_once_then_succeeds(home: Path, tmp_path: Path) -> None:

@@ -174,7 +174,8 @@ async def test_a_usage_limit_waits_for_the_reset_then_delivers_the_same_message(
 
     waited = await eventually(waiting, "the message to wait for the reset")
     assert waited["delivery"]["retry_at"] is not None
-    assert "usage limit" in waited["error"]
+    assert "You've hit your session limit" in waited["error"], "the CLI's own words"
+    assert "(resets at " in waited["error"], "and the time chosen from them"
     await time_skipping.sleep(timedelta(hours=2, minutes=1))
     delivered = await wait_for_delivery(store, queued["id"], TIMEOUT)
     assert delivered["status"] == "delivered"

@@ -48,7 +48,25 @@ async def scheduled_resume(store: Store) -> Any:
     return await eventually(recorded, "the run to schedule a resume", TIMEOUT)
 
 
-@pytest.mark.parametrize("platform", ["claude", "codex"])
+FALLBACK = timedelta(hours=6)
+LIMIT_CASES = [
+    # platform, the fake's limit shape, when it says the limit resets, the expected wait
+    ("claude", "text", timedelta(hours=5), timedelta(hours=5)),
+    ("claude", "event", timedelta(hours=5), timedelta(hours=5)),
+    ("claude", "synthetic", timedelta(hours=5), timedelta(hours=5)),
+    ("claude", "stderr", timedelta(hours=5), timedelta(hours=5)),
+    ("claude", "epoch", timedelta(hours=5), timedelta(hours=5)),
+    ("claude", "text", timedelta(days=3), timedelta(days=3)),  # weekly: "resets Mon 9:05pm"
+    ("claude", "text", timedelta(days=7, hours=1), timedelta(days=7, hours=1)),  # a date
+    ("codex", "at", timedelta(hours=5), timedelta(hours=5)),
+    ("codex", "in", timedelta(hours=5), timedelta(hours=5)),
+    ("codex", "quota", timedelta(hours=5), FALLBACK),  # no reset given
+    ("gemini", "terminal", timedelta(hours=5), timedelta(hours=5)),
+    ("gemini", "resource_exhausted", timedelta(hours=5), FALLBACK),
+]
+
+
+@pytest.mark.parametrize(("platform", "shape", "reset", "wait"), LIMIT_CASES)
 async def test_a_limit_blocked_spec_waits_out_the_reset_then_resumes_its_session(
     time_skipping: WorkflowEnvironment,
     home_store: Store,
@@ -56,22 +74,33 @@ async def test_a_limit_blocked_spec_waits_out_the_reset_then_resumes_its_session
     record: Path,
     tmp_path: Path,
     platform: str,
+    shape: str,
+    reset: timedelta,
+    wait: timedelta,
 ) -> None:
+    """Each limit the real CLIs print blocks the node until the reset it states (the
+    6-hour fallback when it states none), then the spec resumes its harness session."""
     marker = tmp_path / "limited-once"
+    limit = f"limit-once {marker} {reset.total_seconds():.0f} {shape}"
     node = {
         "name": "implement",
         "platform": platform,
-        "prompt": f"FAKE: limit-once {marker}\nFAKE: write out.txt x\nFAKE: commit done",
+        "prompt": f"FAKE: {limit}\nFAKE: write out.txt x\nFAKE: commit done",
     }
     graph, _ = await start(home_store, repo, {"nodes": [node]})
     resume_at = await scheduled_resume(home_store)
-    hours = (resume_at.replace(tzinfo=None) - utcnow().replace(tzinfo=None)).total_seconds() / 3600
-    assert 4.9 < hours <= 5.0, "the reset the platform reported"
+    waits = resume_at.replace(tzinfo=None) - utcnow().replace(tzinfo=None)
+    # resets shown to the minute are never later than the real one
+    assert wait - timedelta(minutes=2) < waits <= wait, "the reset the platform reported"
     info = await graphs.graph_get_async(home_store, graph)
     assert info["status"] == "running", "a limit wait keeps the graph running"
     assert info["scheduled_resume_at"] is not None
     assert info["consistency_warning"] is None
-    await time_skipping.sleep(timedelta(hours=5, minutes=1))
+    (blocked,) = info["node_runs"]
+    assert blocked["status"] == "limit_blocked"
+    why = "the 6-hour fallback" if wait == FALLBACK else "resets at "
+    assert why in blocked["error"], "the wait says what it is based on"
+    await time_skipping.sleep(wait + timedelta(minutes=1))
     settled = await runs.wait_until_settled(home_store, graph, TIMEOUT)
     assert settled["status"] == "completed"
     first, second = agent_runs(record)
@@ -80,36 +109,60 @@ async def test_a_limit_blocked_spec_waits_out_the_reset_then_resumes_its_session
     assert graphs.graph_get(home_store, graph)["scheduled_resume_at"] is None
 
 
-def always_limited(home: Path, platform: str) -> None:
-    """Point ``platform`` at a fake agent that always reports a usage limit."""
+async def test_an_agent_that_talks_about_limits_is_not_limited(
+    time_skipping: WorkflowEnvironment, home_store: Store, repo: Path, record: Path
+) -> None:
+    """An agent's own words (and a tool's output) about limits are not the CLI's limit."""
+    said = "You've hit your session limit · resets 9am (Europe/Berlin). usage limit reached|1"
+    node = {
+        "name": "implement",
+        "platform": "claude",
+        "prompt": f"FAKE: say {said}\nFAKE: exit 1",
+    }
+    graph, _ = await start(home_store, repo, {"nodes": [node]})
+    settled = await runs.wait_until_settled(home_store, graph, TIMEOUT)
+    assert settled["status"] == "failed"
+    assert node_runs(home_store) == [("claude", "failed")]
+
+
+def always_limited(home: Path, platform: str, shape: str) -> None:
+    """Point ``platform`` at a fake agent that always reports a usage limit in ``shape``."""
     config = home / "config.toml"
+    text = config.read_text().replace(f'[platforms.{platform}]\nexecutable = "{FAKE_AGENT}"\n', "")
     config.write_text(
-        config.read_text()
-        + f'\n[platforms.{platform}]\nexecutable = ["env", "FAKE_AGENT_DIRECTIVES=limit", '
-        f'"{FAKE_AGENT}"]\n'
+        text + f'\n[platforms.{platform}]\nexecutable = ["env", "FAKE_AGENT_DIRECTIVES=limit '
+        f'18000 {shape}", "{FAKE_AGENT}"]\n'
     )
 
 
+@pytest.mark.parametrize(
+    ("first", "shape", "second"),
+    [
+        ("claude", "text", "codex"),
+        ("claude", "synthetic", "codex"),
+        ("claude", "stderr", "gemini"),
+        ("codex", "quota", "claude"),
+        ("gemini", "resource_exhausted", "claude"),
+    ],
+)
 async def test_an_ensemble_fails_over_to_its_next_member_on_a_limit(
     time_skipping: WorkflowEnvironment,
     canopy_home: Path,
     home_store: Store,
     repo: Path,
     record: Path,
+    first: str,
+    shape: str,
+    second: str,
 ) -> None:
-    text = (
-        (canopy_home / "config.toml")
-        .read_text()
-        .replace(f'[platforms.claude]\nexecutable = "{FAKE_AGENT}"\n', "")
-    )
-    (canopy_home / "config.toml").write_text(text)
-    always_limited(canopy_home, "claude")
+    """Every limit shape fails over at once, a hard quota with no reset included."""
+    always_limited(canopy_home, first, shape)
     node = {"name": "implement", "ensemble": "team", "prompt": "FAKE: commit done"}
-    ensembles = {"team": [{"platform": "claude"}, {"platform": "codex"}]}
+    ensembles = {"team": [{"platform": first}, {"platform": second}]}
     _, workflow_id = await start(home_store, repo, {"nodes": [node], "ensembles": ensembles})
     handle = time_skipping.client.get_workflow_handle(workflow_id)
     assert await asyncio.wait_for(handle.result(), TIMEOUT) == "completed"
-    assert node_runs(home_store) == [("claude", "limit_blocked"), ("codex", "succeeded")]
+    assert node_runs(home_store) == [(first, "limit_blocked"), (second, "succeeded")]
 
 
 async def test_the_guard_runs_after_a_limit_blocked_spec(

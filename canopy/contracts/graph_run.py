@@ -34,7 +34,7 @@ RUN_SEARCH_ATTRIBUTES = (SEARCH_ATTRIBUTE_STATUS, SEARCH_ATTRIBUTE_BLOCKER)
 """The search attributes a run keeps current itself (``CanopyStatus``, ``CanopyBlocker``)."""
 
 SpecOutcome = Literal["completed", "failed", "skipped", "interrupted", "limit_blocked"]
-NodeStatus = Literal["succeeded", "failed", "limit_blocked", "timed_out", "interrupted"]
+NodeStatus = Literal["succeeded", "failed", "limit_blocked", "timed_out", "stalled", "interrupted"]
 
 
 class RunCounts(BaseModel):

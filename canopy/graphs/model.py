@@ -51,6 +51,7 @@ from canopy.limits import (
     NODE_NAME_MAX_LENGTH,
     NODE_TIMEOUT_MINUTES,
     SESSION_NAME_MAX_LENGTH,
+    STALL_MINUTES,
     TEXT_MAX_LENGTH,
     Range,
     name_problem,
@@ -160,6 +161,7 @@ MaxVisits = Annotated[int, _within(MAX_VISITS)]
 NodeTimeout = Annotated[int | float, _within(NODE_TIMEOUT_MINUTES)]
 """``int | float``: an integer too large for a float is then refused by its range, naming
 the value, instead of as "not a valid number"."""
+StallMinutes = Annotated[int | float, _within(STALL_MINUTES)]
 
 
 class AgentConfig(BaseModel):
@@ -188,7 +190,17 @@ class _Step(BaseModel):
     timeout_minutes: NodeTimeout | None = None
 
 
-class AgentNode(_Step):
+class _AgentStep(_Step):
+    """What every agent node has besides: how long its agent may print nothing.
+
+    ``None`` takes the config file's default (60 minutes unless it says otherwise); ``0``
+    turns the check off. A stalled agent is killed and its node run ends ``stalled``.
+    """
+
+    stall_minutes: StallMinutes | None = None
+
+
+class AgentNode(_AgentStep):
     """A node run by one agent platform (with an optional model and effort)."""
 
     platform: Platform
@@ -207,7 +219,7 @@ class AgentNode(_Step):
         return AgentConfig(platform=self.platform, model=self.model, effort=self.effort)
 
 
-class EnsembleNode(_Step):
+class EnsembleNode(_AgentStep):
     """A node run by the first member of a named ensemble that is not usage-limited."""
 
     ensemble: Text
@@ -291,7 +303,7 @@ def _node_kind(data: Any) -> str | None:
 
 _NODE_OPTIONAL_FIELDS = (
     "platform", "ensemble", "prompt", "model", "effort", "command", "next", "on_failure",
-    "timeout_minutes",
+    "timeout_minutes", "stall_minutes",
 )  # fmt: skip
 
 
@@ -301,8 +313,8 @@ def _one_node_kind(data: Any) -> Any:
     if not isinstance(data, Mapping):
         return data
     _refuse_unknown_fields(data, *_NODE_CLASSES)
-    platform, ensemble, command, prompt, model, effort = _given(
-        data, "platform", "ensemble", "command", "prompt", "model", "effort"
+    platform, ensemble, command, prompt, model, effort, stall = _given(
+        data, "platform", "ensemble", "command", "prompt", "model", "effort", "stall_minutes"
     )
     agent = platform or ensemble
     problem = None
@@ -316,6 +328,8 @@ def _one_node_kind(data: Any) -> Any:
         problem = "an agent node needs a prompt"
     elif command and prompt:
         problem = "a command node takes no prompt; the command is the whole step"
+    elif command and stall:
+        problem = "stall_minutes applies to agent nodes only"
     elif not platform and (model or effort):
         problem = "model and effort apply to platform nodes only (ensemble members carry their own)"
     if problem is not None:

@@ -14,12 +14,17 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from canopy.platforms.usage import HarnessUsage
+
 MIN_LIMIT_WAIT = timedelta(seconds=60)
-MAX_LIMIT_WAIT = timedelta(hours=6)
+FALLBACK_LIMIT_WAIT = timedelta(hours=6)
+MAX_REPORTED_RESET = timedelta(days=8)
+"""The furthest reset believed as reported: a weekly window is at most 7 days away, and a
+day more covers a time zone misread. Anything later is a misread date (absurd)."""
 
 
 @dataclass(frozen=True)
@@ -27,11 +32,24 @@ class UsageLimit:
     """A usage limit found in a harness's output.
 
     ``reset_at`` is the reset time the harness reported (timezone-aware UTC), or ``None``
-    when its message gave none; callers pass it through :func:`clamp_reset`.
+    when its message gave none; callers turn it into a retry time with :func:`limit_wait`.
+    ``message`` is the harness's own wording, the line the limit was read from.
     """
 
     reset_at: datetime | None
     message: str
+
+
+@dataclass(frozen=True)
+class LimitWait:
+    """When to try again after a usage limit, and a one-line reason that says why then.
+
+    The reason holds the harness's message and the chosen time, so a blocker, ``graph
+    info`` and a log all show what the wait is based on, and when a fallback was taken.
+    """
+
+    retry_at: datetime
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -86,6 +104,14 @@ class Platform(ABC):
     def usage_limit(self, output: str, now: datetime) -> UsageLimit | None:
         """The usage limit the run's output reports, if any (``now`` is timezone-aware)."""
 
+    def usage(self, output: str) -> HarnessUsage | None:
+        """The tokens, cost, turns, duration and model this run's output reports.
+
+        ``None`` (this default) when the harness reports none: a user-defined platform's
+        output has no known shape.
+        """
+        return None
+
     def reply_text(self, output: str) -> str | None:
         """The assistant's final reply in this run's output: the text a user would read.
 
@@ -106,18 +132,32 @@ class Platform(ABC):
 
 
 def clamp_reset(reset_at: datetime | None, now: datetime) -> datetime:
-    """When to retry after a usage limit: the reported reset, within [now+60 s, now+6 h].
+    """When to retry after a usage limit: the reported reset, never sooner than now+60 s.
 
-    An unknown reset (``None``) waits the full 6 hours: every harness limit that omits its
-    reset time is a multi-hour or daily window, and retrying early would only spend a
-    launch to hit the same limit again. A reset in the past or the far future (a clock
-    skew, a weekly window, a misread date) is pulled into the same bounds so a run never
-    spins or sleeps for days.
+    An unknown reset (``None``) or an absurd one (more than :data:`MAX_REPORTED_RESET`
+    ahead: a misread date) waits the 6-hour fallback: every harness limit that omits its
+    reset is a multi-hour or daily window, and retrying early would only spend a launch
+    to hit the same limit again. A reset already past (clock skew, a stale message) waits
+    the 60-second minimum, so a run never spins. A weekly reset days away is honoured.
     """
-    earliest, latest = now + MIN_LIMIT_WAIT, now + MAX_LIMIT_WAIT
-    if reset_at is None:
-        return latest
-    return min(max(reset_at, earliest), latest)
+    if reset_at is None or reset_at > now + MAX_REPORTED_RESET:
+        return now + FALLBACK_LIMIT_WAIT
+    return max(reset_at, now + MIN_LIMIT_WAIT)
+
+
+def limit_wait(limit: UsageLimit, now: datetime) -> LimitWait:
+    """The retry time for ``limit`` (:func:`clamp_reset`) and the reason, naming both."""
+    retry_at = clamp_reset(limit.reset_at, now)
+    shown = f"{retry_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+    if limit.reset_at is None:
+        why = f"no reset time given; retrying at {shown}, the 6-hour fallback"
+    elif retry_at == limit.reset_at:
+        why = f"resets at {shown}"
+    else:
+        reported = f"{limit.reset_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+        bound = "has passed" if limit.reset_at < now else "is too far ahead to be right"
+        why = f"reported reset {reported} {bound}; retrying at {shown}"
+    return LimitWait(retry_at, f"{limit.message} ({why})")
 
 
 def json_event(line: str) -> dict[str, Any] | None:
@@ -173,23 +213,29 @@ def option(flag: str, value: str | None) -> list[str]:
 class JsonLinesPlatform(Platform, ABC):
     """A harness that prints one JSON event per line on stdout.
 
-    Limit messages are only looked for where a harness reports failures: its error events
-    and plain-text lines (stderr, crash output). Assistant text and tool output are never
+    A limit is read from what the harness itself reports, in this order: structured limit
+    payloads (:meth:`limit_in_events`), the failure text of its error events, then its
+    plain-text lines (stderr, crash output). Assistant text and tool output are never
     read, so an agent that merely talks about usage limits is not mistaken for one, and
     a run whose events say it finished its turn is never limit-blocked.
     """
 
     def usage_limit(self, output: str, now: datetime) -> UsageLimit | None:
-        """The limit in the failure texts, refined by structured limit events."""
+        """The structured limit, worded (and timed, if it gave no reset) by the failure text."""
         events, plain = _split_output(output)
         if any(self.succeeded(event) for event in events):
             return None
-        texts = plain + [text for text in map(self.error_text, events) if text]
+        texts = [text for text in map(self.error_text, events) if text]
+        texts += self.failure_lines(plain)
         in_text = next(filter(None, (self.limit_in_text(text, now) for text in texts)), None)
         in_events = self.limit_in_events(events)
         if in_text is None or in_events is None:
-            return in_text or in_events
+            return in_events or in_text
         return UsageLimit(in_events.reset_at or in_text.reset_at, in_text.message)
+
+    def failure_lines(self, plain: list[str]) -> list[str]:
+        """The plain-text lines that may report this run's failure (all, by default)."""
+        return plain
 
     @abstractmethod
     def succeeded(self, event: dict[str, Any]) -> bool:
@@ -210,6 +256,15 @@ class JsonLinesPlatform(Platform, ABC):
     @abstractmethod
     def reply_text(self, output: str) -> str | None:
         """The final reply, read from the events: raw JSON lines are never what a user reads."""
+
+    def usage(self, output: str) -> HarnessUsage | None:
+        """The usage the run's events report, ``None`` when they report none."""
+        found = self.usage_in_events(json_events(output))
+        return None if found.empty else found
+
+    @abstractmethod
+    def usage_in_events(self, events: list[dict[str, Any]]) -> HarnessUsage:
+        """The usage these events report (an empty one when they report none)."""
 
     @abstractmethod
     def conversations(self, workdir: Path) -> list[HarnessConversation]:

@@ -7,9 +7,11 @@ launch. Effort uses Claude Code's ``--effort`` flag.
 
 Session id: the ``session_id`` of the ``system``/``init`` event (and of the final
 ``result`` event). Usage limit: a ``rate_limit_event`` whose ``rate_limit_info.status``
-is ``rejected`` (exact ``resetsAt`` epoch), and/or an error result or plain-text line
-saying ``Claude AI usage limit reached|<epoch>``, ``5-hour limit reached ∙ resets 3pm``,
-``You've hit your limit · resets 2pm (Asia/Shanghai)`` and the like.
+is ``rejected`` (``resetsAt`` epoch, when given) or a synthetic assistant message whose
+``error`` is ``rate_limit``; worded (and timed, without ``resetsAt``) by that message, an
+error result or a plain-text line: ``You've hit your session limit · resets 9am
+(Europe/Berlin)``, ``… weekly limit · resets Mon 12:00am``, ``… Opus limit · resets Aug
+17, 5am``, ``Claude AI usage limit reached|<epoch>`` and the like (docs/platforms.md).
 
 Reply: the ``result`` text of a successful run, else the last assistant message's text.
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 import re
 import unicodedata
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -56,22 +58,32 @@ from canopy.platforms.history import (
     texts,
     title_of,
 )
-from canopy.platforms.resets import MONTH_PATTERN, clock_reset, from_epoch
+from canopy.platforms.resets import MONTH_PATTERN, WEEKDAY_PATTERN, clock_reset, from_epoch
+from canopy.platforms.usage import HarnessUsage, amount, count, events_of, main_model, total
 
 # "limit reached" alone also names the context window ("Context limit reached · /compact"),
-# so it only counts next to a reset or as a usage limit.
+# so it only counts next to a reset or as a usage limit; "hit your … limit" names any kind
+# (usage, session, weekly, Opus, Sonnet) but the context window.
 _LIMIT_TEXT = re.compile(
-    r"usage limit reached|limit reached\W+resets?\b|hit your (?:usage )?limit|out of extra usage",
+    r"usage limit reached|limit reached\W+resets?\b|out of extra usage|your limit will reset"
+    r"|hit your (?!context\b)(?:[\w.-]+ ){0,3}?limit\b",
     re.IGNORECASE,
 )
 _EPOCH = re.compile(r"limit reached\|(?P<epoch>\d{9,12})", re.IGNORECASE)
+# "resets 9am", "resets 2:10pm", "resets Aug 17, 5am", "resets Sep 6 at 1pm",
+# "resets Mon 12:00am", "reset at 10am", each optionally followed by "(Zone/Name)".
 _RESETS = re.compile(
     r"\bresets?\s+(?:at\s+)?"
-    rf"(?:(?P<month>{MONTH_PATTERN})[a-z]*\.?\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?:at\s+)?)?"
+    rf"(?:(?P<month>{MONTH_PATTERN})[a-z]*\.?\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?:at\s+)?"
+    rf"|(?P<weekday>{WEEKDAY_PATTERN})[a-z]*\.?,?\s+(?:at\s+)?)?"
     r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<meridiem>[ap])\.?m\b\.?"
     r"(?:\s*\((?P<tz>[A-Za-z_]+(?:/[A-Za-z0-9_+-]+)*)\))?",
     re.IGNORECASE,
 )
+_SYNTHETIC = "<synthetic>"
+"""The ``model`` of assistant messages Claude Code writes itself (errors, limits)."""
+_LIMIT_ERROR = "rate_limit"
+"""The ``error`` of the synthetic assistant message Claude Code writes for a usage limit."""
 _UNSAFE_IN_DIR_NAME = re.compile(r"[^a-zA-Z0-9]")
 _MAX_DIR_NAME = 200
 # User turns Claude Code injects or that are not a prompt: slash-command echoes, hook and
@@ -125,13 +137,17 @@ class ClaudePlatform(JsonLinesPlatform):
         return event.get("type") == "result" and event.get("is_error") is False
 
     def error_text(self, event: dict[str, Any]) -> str | None:
-        """The text of an error ``result`` (where print mode reports a limit)."""
+        """The text of an error ``result``, or of a synthetic assistant message carrying an
+        ``error`` (how Claude Code reports an API failure, a limit among them, when the
+        stream ends without a result). The agent's own assistant text is never read."""
         if event.get("type") == "result" and event.get("is_error") is True:
             return str_field(event, "result")
+        if _api_error(event) is not None:
+            return _assistant_text(event)
         return None
 
     def limit_in_text(self, text: str, now: datetime) -> UsageLimit | None:
-        """``… usage limit reached|<epoch>`` or ``… limit reached ∙ resets 3pm (Zone)``."""
+        """``… usage limit reached|<epoch>`` or ``You've hit your … limit · resets …``."""
         if not _LIMIT_TEXT.search(text):
             return None
         epoch = _EPOCH.search(text)
@@ -142,11 +158,14 @@ class ClaudePlatform(JsonLinesPlatform):
         return UsageLimit(reset, first_line(text))
 
     def limit_in_events(self, events: list[dict[str, Any]]) -> UsageLimit | None:
-        """A ``rate_limit_event`` with status ``rejected``; ``allowed*`` are only notices."""
+        """A ``rate_limit_event`` with status ``rejected`` (``allowed*`` are only notices),
+        or a synthetic assistant message whose ``error`` is ``rate_limit``."""
         for event in events:
             info = event.get("rate_limit_info") if event.get("type") == "rate_limit_event" else None
             if isinstance(info, dict) and info.get("status") == "rejected":
                 return _rejection(info)
+        if any(_api_error(event) == _LIMIT_ERROR for event in events):
+            return UsageLimit(None, "Claude usage limit reached (rate_limit error message)")
         return None
 
     def reply_text(self, output: str) -> str | None:
@@ -160,6 +179,31 @@ class ClaudePlatform(JsonLinesPlatform):
         replies = (_assistant_text(event) for event in reversed(events))
         return next(filter(None, replies), None)
 
+    def usage_in_events(self, events: list[dict[str, Any]]) -> HarnessUsage:
+        """The final ``result``'s ``usage``, ``total_cost_usd``, ``num_turns`` and
+        ``duration_ms``; without a result (a crash, a limit), the assistant messages'
+        usage summed. The model: the one ``modelUsage`` credits with most output, else the
+        last real (not ``<synthetic>``) assistant message's, else the init event's."""
+        messages = [event.get("message") for event in events_of(events, "assistant")]
+        real = [m for m in messages if isinstance(m, dict) and m.get("model") != _SYNTHETIC]
+        models = [str_field(message, "model") for message in real]
+        init = next(iter(events_of(events, "system")), {})
+        fallback = next(filter(None, reversed(models)), None) or str_field(init, "model")
+        results = events_of(events, "result")
+        if not results:
+            once = {
+                str(message.get("id", n)): message.get("usage") for n, message in enumerate(real)
+            }
+            return replace(_token_usage(list(once.values())), model=fallback)
+        result = results[-1]
+        return replace(
+            _token_usage([result.get("usage")]),
+            cost_usd=amount(result, "total_cost_usd"),
+            turns=count(result, "num_turns"),
+            duration_ms=count(result, "duration_ms"),
+            model=main_model(result.get("modelUsage"), "outputTokens") or fallback,
+        )
+
     def conversations(self, workdir: Path) -> list[HarnessConversation]:
         """Sessions under ``projects/<dir>`` whose recorded ``cwd`` is ``workdir``."""
         home = harness_home("CLAUDE_CONFIG_DIR", ".claude")
@@ -171,12 +215,34 @@ class ClaudePlatform(JsonLinesPlatform):
         return newest_first(c for c in found if c is not None and is_workdir(c.workdir, target))
 
 
+def _token_usage(usages: list[object]) -> HarnessUsage:
+    """Anthropic ``usage`` objects summed (one per message; a message streamed in several
+    events repeats its id and usage, so callers pass each message once)."""
+    return HarnessUsage(
+        input_tokens=total([count(u, "input_tokens") for u in usages]),
+        output_tokens=total([count(u, "output_tokens") for u in usages]),
+        cache_read_tokens=total([count(u, "cache_read_input_tokens") for u in usages]),
+        cache_write_tokens=total([count(u, "cache_creation_input_tokens") for u in usages]),
+    )
+
+
 def _rejection(info: dict[str, Any]) -> UsageLimit:
     """The limit a rejected ``rate_limit_info`` describes (``resetsAt`` is epoch seconds)."""
     resets_at = info.get("resetsAt")
     reset = from_epoch(resets_at) if isinstance(resets_at, int | float) else None
     kind = str_field(info, "rateLimitType") or "usage"
     return UsageLimit(reset, f"Claude {kind} limit reached (rate_limit_event rejected)")
+
+
+def _api_error(event: dict[str, Any]) -> str | None:
+    """The ``error`` kind of a synthetic assistant message (``rate_limit``,
+    ``authentication_failed``, …): Claude Code's report, not the agent's words."""
+    if event.get("type") != "assistant":
+        return None
+    error = str_field(event, "error")
+    if error is None and event.get("is_api_error_message") is True:
+        return "unknown"
+    return error
 
 
 def _assistant_text(event: dict[str, Any]) -> str | None:

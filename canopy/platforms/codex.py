@@ -7,7 +7,8 @@ neither its size nor its first word (``-x``, ``resume``) can break the launch.
 Session id: ``thread_id`` of the ``thread.started`` event. Usage limit: the message of an
 ``error`` or ``turn.failed`` event (or a plain-text line) saying "You've hit your usage
 limit. … try again at 3:05 PM." (local time; ``Sep 18th, 2025 3:05 PM`` when the reset is
-on another day) or, in older releases, "… try again in 2 hours 5 minutes.".
+on another day) or, in older releases, "… try again in 2 hours 5 minutes."; a hard quota
+("Quota exceeded. Check your plan and billing details.") is a limit with no reset.
 
 Reply: the ``text`` of the last ``item.completed`` item of type ``agent_message``.
 
@@ -53,12 +54,18 @@ from canopy.platforms.history import (
     title_of,
 )
 from canopy.platforms.resets import MONTH_PATTERN, clock_reset, parse_duration
+from canopy.platforms.usage import HarnessUsage, count, events_of, total
 
-_LIMIT_TEXT = re.compile(r"(?:hit|reached) your usage limit|usage_limit_reached", re.IGNORECASE)
+_LIMIT_TEXT = re.compile(
+    r"(?:hit|reached) your usage limit|usage_limit_reached"
+    r"|workspace usage limit has been reached|quota exceeded\. check your plan",
+    re.IGNORECASE,
+)
+# "try again at 3:05 PM", "… at 3:05PM", "… at Apr 28th, 2026 10:03 PM" (local time).
 _TRY_AT = re.compile(
     r"try again at\s+"
     rf"(?:(?P<month>{MONTH_PATTERN})[a-z]*\.?\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,?\s+"
-    r"(?:(?P<year>\d{4}),?\s+)?)?"
+    r"(?:(?P<year>\d{4}),?\s+)?(?:at\s+)?)?"
     r"(?P<hour>\d{1,2}):(?P<minute>\d{2})\s*(?P<meridiem>[ap])\.?m\b",
     re.IGNORECASE,
 )
@@ -127,7 +134,8 @@ class CodexPlatform(JsonLinesPlatform):
         return None
 
     def limit_in_text(self, text: str, now: datetime) -> UsageLimit | None:
-        """A "you've hit your usage limit" message, reset "at <time>" or "in <duration>"."""
+        """A "you've hit your usage limit" message, reset "at <time>" or "in <duration>";
+        a hard quota ("Quota exceeded. Check your plan …") is a limit with no reset."""
         if not _LIMIT_TEXT.search(text):
             return None
         return UsageLimit(_reset(text, now), first_line(text))
@@ -141,6 +149,20 @@ class CodexPlatform(JsonLinesPlatform):
                 if text is not None:
                     return text
         return None
+
+    def usage_in_events(self, events: list[dict[str, Any]]) -> HarnessUsage:
+        """Each ``turn.completed``'s ``usage`` summed, one turn each. Codex counts cached
+        input inside ``input_tokens``; it is reported apart, as cache reads. ``exec
+        --json`` names no model and prices nothing."""
+        usages = [event.get("usage") for event in events_of(events, "turn.completed")]
+        cached = total([count(u, "cached_input_tokens") for u in usages])
+        inputs = total([count(u, "input_tokens") for u in usages])
+        return HarnessUsage(
+            input_tokens=None if inputs is None else max(0, inputs - (cached or 0)),
+            output_tokens=total([count(u, "output_tokens") for u in usages]),
+            cache_read_tokens=cached,
+            turns=len(usages) or None,
+        )
 
     def conversations(self, workdir: Path) -> list[HarnessConversation]:
         """Rollouts under ``sessions/`` whose ``session_meta`` cwd is ``workdir``."""

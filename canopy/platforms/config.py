@@ -1,8 +1,8 @@
-"""The ``[platforms.*]`` tables of ``<CANOPY_HOME>/config.toml``.
+"""The ``[platforms.*]`` and ``[agents]`` tables of ``<CANOPY_HOME>/config.toml``.
 
 Read fresh on every lookup (it is a few lines of TOML), so an edit applies at the next
 agent launch without restarting the worker. A file that does not parse or validate is
-refused with one line naming the file, the platform and the offending key.
+refused with one line naming the file, the table and the offending key.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from canopy.errors import Refused
+from canopy.limits import DEFAULT_STALL_MINUTES, STALL_MINUTES, range_problem
 from canopy.paths import canopy_home
 from canopy.platforms.template import PLACEHOLDER, PLACEHOLDERS
 
@@ -101,16 +102,41 @@ def config_path() -> Path:
     return canopy_home() / CONFIG_FILE
 
 
-def load_platform_settings() -> dict[str, PlatformSettings]:
-    """Every ``[platforms.NAME]`` table, validated; empty when there is no config file."""
-    path = config_path()
+def _document(path: Path) -> dict[str, Any]:
+    """The config file's tables; empty when there is no config file."""
     if not path.is_file():
         return {}
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise Refused(f"config file {path} is not valid TOML: {error}") from error
-    tables = document.get("platforms", {})
+
+
+def load_stall_minutes() -> float:
+    """``[agents] stall_minutes``: the default for agent nodes that do not set their own.
+
+    60 minutes when the file does not say; ``0`` turns stall checks off.
+    """
+    path = config_path()
+    agents = _document(path).get("agents", {})
+    if not isinstance(agents, dict):
+        raise Refused(f"config file {path}: 'agents' must be a table ([agents])")
+    unknown = next((key for key in agents if key != "stall_minutes"), None)
+    if unknown is not None:
+        raise Refused(f"config file {path}: agents.{unknown}: unknown key (known: stall_minutes)")
+    value = agents.get("stall_minutes", DEFAULT_STALL_MINUTES)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Refused(f"config file {path}: agents.stall_minutes: {value!r} is not a number")
+    problem = range_problem(value, STALL_MINUTES)
+    if problem is not None:
+        raise Refused(f"config file {path}: agents.stall_minutes: {problem}")
+    return float(value)
+
+
+def load_platform_settings() -> dict[str, PlatformSettings]:
+    """Every ``[platforms.NAME]`` table, validated; empty when there is no config file."""
+    path = config_path()
+    tables = _document(path).get("platforms", {})
     if not isinstance(tables, dict):
         raise Refused(f"config file {path}: 'platforms' must be a table of [platforms.NAME]")
     return {name: _settings(path, name, table) for name, table in tables.items()}

@@ -6,10 +6,12 @@ neither its size nor a leading ``-`` can break the launch. Gemini CLI has no per
 effort flag (thinking budgets live in its settings), so ``effort`` is
 not passed.
 
-Session id: ``session_id`` of the ``init`` event. Usage limit: an ``error`` event, an
-error ``result`` or a plain-text line naming an exhausted quota ("You have exhausted your
-capacity on this model. Your quota will reset after 4h28m20s.", "Quota exceeded …
-Please retry in 42s", ``RESOURCE_EXHAUSTED``, ``"retryDelay": "58s"``).
+Session id: ``session_id`` of the ``init`` event. Usage limit: an error ``result`` of type
+``TerminalQuotaError``, or an ``error`` event, an error ``result`` or a plain-text line
+naming an exhausted quota ("You have exhausted your capacity on this model. Your quota
+will reset after 4h28m20s.", "Quota exceeded … Please retry in 42s", ``RESOURCE_EXHAUSTED``,
+``"retryDelay": "58s"``); never an attempt the CLI retried by itself ("Attempt 1 failed: …
+Retrying after 5042ms...").
 
 Reply: the assistant ``message`` deltas of the run's last model turn, concatenated (those
 after the last user ``message``, ``tool_use`` or ``tool_result`` event); text streamed
@@ -66,6 +68,7 @@ from canopy.platforms.history import (
     user_home,
 )
 from canopy.platforms.resets import parse_duration
+from canopy.platforms.usage import HarnessUsage, count, events_of, main_model
 
 _LIMIT_TEXT = re.compile(
     r"RESOURCE_EXHAUSTED|quota exceeded|exceeded your current quota|TerminalQuotaError"
@@ -78,6 +81,12 @@ _RESET = re.compile(
     r"(?P<duration>\d[\d.]*\s*(?:[hms]+\s*\d[\d.]*\s*)*[hms]+)",
     re.IGNORECASE,
 )
+# Gemini CLI retries quota and capacity errors itself, logging each failed attempt
+# ("Attempt 1 failed: … Retrying after 5042ms...", over several lines when the error has
+# them); only the error it gives up on is the run's failure.
+_RETRY_START = re.compile(r"^Attempt \d+ failed\b")
+_RETRY_END = re.compile(r"\bRetrying\b")
+_TERMINAL_QUOTA = "TerminalQuotaError"
 _CHAT_FILE = re.compile(r"session-.+\.jsonl?")
 _PROJECT_ID = re.compile(r"[a-z0-9-]+")
 _NOT_A_PROMPT = ("/", "?", "<session_context>", "<hook_context>")
@@ -138,6 +147,27 @@ class GeminiPlatform(JsonLinesPlatform):
         delay = parse_duration(found["duration"]) if found else None
         return UsageLimit(now + delay if delay is not None else None, first_line(text))
 
+    def failure_lines(self, plain: list[str]) -> list[str]:
+        """The plain lines without the retried attempts Gemini CLI recovers from by itself."""
+        kept: list[str] = []
+        retrying: list[str] = []
+        for text in plain:
+            if retrying or _RETRY_START.match(text):
+                retrying.append(text)
+                if _RETRY_END.search(text):
+                    retrying = []
+            else:
+                kept.append(text)
+        return kept + retrying  # an attempt never retried is the failure after all
+
+    def limit_in_events(self, events: list[dict[str, Any]]) -> UsageLimit | None:
+        """An error ``result`` whose ``error.type`` is ``TerminalQuotaError``."""
+        for event in events:
+            error = event.get("error") if event.get("type") == "result" else None
+            if str_field(error, "type") == _TERMINAL_QUOTA:
+                return UsageLimit(None, str_field(error, "message") or _TERMINAL_QUOTA)
+        return None
+
     def reply_text(self, output: str) -> str | None:
         """The assistant deltas after the last user message or tool round trip, joined."""
         turn: list[str] = []
@@ -147,6 +177,30 @@ class GeminiPlatform(JsonLinesPlatform):
             elif event.get("type") in _TURN_BREAKS:
                 turn = []
         return nonblank("".join(turn))
+
+    def usage_in_events(self, events: list[dict[str, Any]]) -> HarnessUsage:
+        """The final ``result``'s ``stats``: ``input`` (uncached input; older releases:
+        ``input_tokens`` less ``cached``), ``output_tokens``, ``cached``, ``duration_ms``.
+        The model: the one ``stats.models`` credits with most output, else the init
+        event's (``auto`` when Gemini CLI chooses). Gemini CLI prices nothing."""
+        results = events_of(events, "result")
+        stats = results[-1].get("stats") if results else None
+        cached = count(stats, "cached")
+        prompt = count(stats, "input_tokens")
+        uncached = count(stats, "input")
+        if uncached is None and prompt is not None:
+            uncached = max(0, prompt - (cached or 0))
+        init = next(iter(events_of(events, "init")), {})
+        model = main_model(
+            stats.get("models") if isinstance(stats, dict) else None, "output_tokens"
+        )
+        return HarnessUsage(
+            input_tokens=uncached,
+            output_tokens=count(stats, "output_tokens"),
+            cache_read_tokens=cached,
+            duration_ms=count(stats, "duration_ms"),
+            model=model or str_field(init, "model"),
+        )
 
     def conversations(self, workdir: Path) -> list[HarnessConversation]:
         """Chat sessions in the project directories Gemini CLI used for ``workdir``."""

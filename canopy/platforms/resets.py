@@ -7,13 +7,17 @@ relative to ``now`` so the adapters stay a list of patterns.
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 MONTH_PATTERN = "|".join(MONTHS)
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+WEEKDAY_PATTERN = "|".join(WEEKDAYS)
 
+_LOCALTIME = "/etc/localtime"
 # A wall-clock time this far in the past is read as the next occurrence (tomorrow, next
 # year): a message printed at 11:50pm saying "resets 2am" means tomorrow, while a reset
 # that passed a few minutes ago is just late and is left for clamping.
@@ -67,15 +71,33 @@ def _zone(name: str | None, now: datetime) -> tzinfo:
             return ZoneInfo(name.strip())
         except (ZoneInfoNotFoundError, ValueError):
             pass
-    local = now.astimezone().tzinfo
-    return local if local is not None else UTC
+    return _local_zone(now)
+
+
+def _local_zone(now: datetime) -> tzinfo:
+    """The machine's zone with its daylight-saving rules (``$TZ``, else /etc/localtime).
+
+    ``now.astimezone()`` alone gives today's fixed offset, which is an hour off for a
+    reset on a date across a daylight-saving change; it is the last resort.
+    """
+    name = os.environ.get("TZ", "").removeprefix(":")
+    try:
+        if name:
+            return ZoneInfo(name)
+        with open(_LOCALTIME, "rb") as localtime:
+            return ZoneInfo.from_file(localtime, key="localtime")
+    except (OSError, ValueError, ZoneInfoNotFoundError):
+        local = now.astimezone().tzinfo
+        return local if local is not None else UTC
 
 
 def clock_reset(now: datetime, match: re.Match[str]) -> datetime | None:
     """The UTC reset a matched wall-clock phrase names, ``None`` if it names no real time.
 
-    Reads the named groups ``hour``, ``minute``, ``meridiem``, ``tz``, ``month``, ``day``
-    and ``year`` (all but ``hour`` optional), so every adapter's pattern shares one reader.
+    Reads the named groups ``hour``, ``minute``, ``meridiem``, ``tz``, ``month``, ``day``,
+    ``year`` and ``weekday`` (all but ``hour`` optional), so every adapter's pattern shares
+    one reader. A time of day alone is its next occurrence, a weekday its next such day
+    (today while the time is still ahead), a date without a year its next occurrence.
     """
     groups = match.groupdict()
     hour = _hour_24(int(groups["hour"]), groups.get("meridiem"))
@@ -88,8 +110,14 @@ def clock_reset(now: datetime, match: re.Match[str]) -> datetime | None:
     if on is None and groups.get("month"):
         return None
     candidate = datetime.combine(on or local_now.date(), time(hour, minute), tzinfo=tz)
-    if candidate < local_now - _ROLLOVER_GRACE and not groups.get("year"):
-        candidate = _next_day(candidate) if on is None else _next_year(candidate)
+    weekday = groups.get("weekday")
+    if on is None and weekday:
+        ahead = (WEEKDAYS.index(weekday[:3].lower()) - local_now.weekday()) % 7
+        candidate = _days_later(candidate, ahead)
+        if candidate < local_now - _ROLLOVER_GRACE:
+            candidate = _days_later(candidate, 7)
+    elif candidate < local_now - _ROLLOVER_GRACE and not groups.get("year"):
+        candidate = _days_later(candidate, 1) if on is None else _next_year(candidate)
     return candidate.astimezone(UTC)
 
 
@@ -115,9 +143,9 @@ def _calendar_date(local_now: datetime, groups: dict[str, str | None]) -> date |
         return None
 
 
-def _next_day(moment: datetime) -> datetime:
-    """The same wall-clock time tomorrow (in the moment's own zone)."""
-    return datetime.combine(moment.date() + timedelta(days=1), moment.timetz())
+def _days_later(moment: datetime, days: int) -> datetime:
+    """The same wall-clock time ``days`` later (in the moment's own zone, across DST)."""
+    return datetime.combine(moment.date() + timedelta(days=days), moment.timetz())
 
 
 def _next_year(moment: datetime) -> datetime:
