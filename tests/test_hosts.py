@@ -112,7 +112,7 @@ async def test_canopy_host_names_the_queue_the_worker_serves(
         execution_timeout=timedelta(seconds=SETTLE_TIMEOUT),
         result_type=str,
     )
-    assert reply == f"pong from {socket.gethostname()}"
+    assert reply == f"pong from {host}", "the reply names the host the worker serves as"
 
 
 async def test_a_run_on_a_named_host_runs_its_nodes_on_that_hosts_worker(
