@@ -6,6 +6,7 @@ minutes, so a name shared between tests would find the previous test's worker.
 """
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -64,11 +65,10 @@ async def agent_queues_of(handle: WorkflowHandle[object, object]) -> set[tuple[s
 # --------------------------------------------------------------------------- CANOPY_HOST
 
 
-@pytest_asyncio.fixture
-async def worker_process(dev_server: Client, canopy_home: Path) -> AsyncIterator[str]:
-    """``canopy worker`` with ``CANOPY_HOST`` set to a host of its own, serving this test's
-    data dir; its host, once it logged the queues it serves."""
-    host = a_host("alpha")
+@contextlib.asynccontextmanager
+async def canopy_worker(host: str) -> AsyncIterator[None]:
+    """``canopy worker`` with ``CANOPY_HOST=host``, serving this test's data dir and main
+    queue, from the moment it logged the queues it serves."""
     env = {**os.environ, "CANOPY_HOST": host}
     boot = (
         "import sys; from canopy.temporal import client; "
@@ -93,11 +93,36 @@ async def worker_process(dev_server: Client, canopy_home: Path) -> AsyncIterator
             assert line, "".join(lines)
             lines.append(line.decode())
         assert f"canopy-agents@{host} at " in lines[-1]
-        yield host
+        yield
     finally:
         if process.returncode is None:
             process.send_signal(signal.SIGTERM)
             await asyncio.wait_for(process.communicate(), SETTLE_TIMEOUT)
+
+
+@pytest_asyncio.fixture
+async def worker_process(dev_server: Client, canopy_home: Path) -> AsyncIterator[str]:
+    """A :func:`canopy_worker` of a host of its own; its host."""
+    host = a_host("alpha")
+    async with canopy_worker(host):
+        yield host
+
+
+def watch_worker_checks(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """An event set once a start has asked Temporal whether a worker serves its host (the
+    launch guard is behind it then)."""
+    looked = asyncio.Event()
+    recently_polled = control.recently_polled
+
+    async def spy(
+        client: Client, task_queue: str, tasks: Literal["workflow", "activity"] = "workflow"
+    ) -> bool:
+        polled = await recently_polled(client, task_queue, tasks)
+        looked.set()
+        return polled
+
+    monkeypatch.setattr(control, "recently_polled", spy)
+    return looked
 
 
 async def test_canopy_host_names_the_queue_the_worker_serves(
@@ -189,17 +214,7 @@ async def test_a_start_waits_for_a_worker_that_is_starting(
     still starting, and goes ahead once it polls."""
     host = a_host("late")
     monkeypatch.setenv("CANOPY_HOST", host)
-    looked = asyncio.Event()
-    recently_polled = control.recently_polled
-
-    async def spy(
-        client: Client, task_queue: str, tasks: Literal["workflow", "activity"] = "workflow"
-    ) -> bool:
-        polled = await recently_polled(client, task_queue, tasks)
-        looked.set()
-        return polled
-
-    monkeypatch.setattr(control, "recently_polled", spy)
+    looked = watch_worker_checks(monkeypatch)
     (spec,) = make_specs(store, "alpha")
     graph = make_graph(store, repo, [NODE], specs=[spec])
     start = asyncio.create_task(runs.graph_run(store, graph))
@@ -210,3 +225,20 @@ async def test_a_start_waits_for_a_worker_that_is_starting(
         handle = dev_server.get_workflow_handle(started["workflow_id"])
         await asyncio.wait_for(handle.result(), SETTLE_TIMEOUT)
     assert await agent_queues_of(handle) == {("dispatch_node", f"canopy-agents@{host}")}
+
+
+def test_a_run_goes_to_the_named_host_else_the_graphs_else_this_one(
+    store: Store, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CANOPY_HOST", "this-box")
+    anywhere = make_graph(store, repo, [NODE], name="anywhere")
+    pinned = make_graph(store, repo, [NODE], name="pinned", host="graph-box")
+
+    def queue_of(graph: str, host: str | None = None) -> str:
+        prepared = runs.prepare_run(store, graph, host=host)
+        runs.forget_run(store, prepared)
+        return prepared.start.agents_task_queue
+
+    assert queue_of(anywhere) == "canopy-agents@this-box"
+    assert queue_of(pinned) == "canopy-agents@graph-box"
+    assert queue_of(pinned, host="run-box") == "canopy-agents@run-box"

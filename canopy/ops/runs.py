@@ -153,9 +153,10 @@ def _check_start(
 ) -> CheckedStart:
     """The launch guard (DESIGN §6.1): no active run, a git work tree, clean unless allowed.
 
-    The git checks run on this machine, so a run on another host needs its workdir here at
-    the same path too (that host itself, or a shared mount)."""
-    run_host = temporal_client.this_host() if host is None else temporal_client.check_host(host)
+    The run goes to ``host``, else the graph's host, else this machine. The git checks run
+    on this machine, so a run on another host needs its workdir here at the same path too
+    (that host itself, or a shared mount)."""
+    named_host = temporal_client.check_host(host) if host is not None else None
     with store.transaction() as db:
         rows = rows_of(db)
         graph_id = queries.resolve_id(rows, "graph", graph)
@@ -163,7 +164,8 @@ def _check_start(
         row = db.get_one(Graph, graph_id)
         _refuse_if_active(db, row)
         run_workdir = normalize_workdir(workdir) if workdir is not None else row.workdir
-        name, allow_dirty_start = row.name, row.allow_dirty_start
+        name, allow_dirty_start, graph_host = row.name, row.allow_dirty_start, row.host
+    run_host = named_host or graph_host or temporal_client.this_host()
     if run_workdir is None:
         raise Refused(f"graph {name} has no workdir; pass one with --workdir")
     require_work_tree(run_workdir)

@@ -14,7 +14,7 @@ import socket
 from typing import TYPE_CHECKING
 
 from canopy.errors import Refused
-from canopy.limits import clean_path_safe_name
+from canopy.limits import HOST_MAX_LENGTH, clean_path_safe_name
 from canopy.temporal import devserver
 
 if TYPE_CHECKING:
@@ -31,8 +31,6 @@ AGENTS_TASK_QUEUE_PREFIX = "canopy-agents@"
 """Per-host queue prefix: agent, command, hook and git activities run where the workdir is."""
 
 HOST_VARIABLE = "CANOPY_HOST"
-HOST_MAX_LENGTH = 255
-"""A host name is stored with each session (``sessions.host``, 255 characters)."""
 
 
 def this_host() -> str:
