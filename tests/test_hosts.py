@@ -24,13 +24,13 @@ from temporalio.testing import WorkflowEnvironment
 
 from canopy.contracts.ping import PING_WORKFLOW
 from canopy.errors import Refused
-from canopy.ops import control, runs, sessions
+from canopy.ops import control, graphs, runs, sessions
 from canopy.store.engine import Store
 from canopy.temporal import client as temporal_client
 from tests import engine
 from tests.cli_helpers import run_canopy
 from tests.conftest import make_specs, snapshot
-from tests.engine import SETTLE_TIMEOUT, make_graph, running_workers
+from tests.engine import SETTLE_TIMEOUT, git_repo, make_graph, running_workers
 
 pytestmark = pytest.mark.server
 
@@ -242,3 +242,59 @@ def test_a_run_goes_to_the_named_host_else_the_graphs_else_this_one(
     assert queue_of(anywhere) == "canopy-agents@this-box"
     assert queue_of(pinned) == "canopy-agents@graph-box"
     assert queue_of(pinned, host="run-box") == "canopy-agents@run-box"
+
+
+def test_the_git_checks_run_here_unless_the_workdir_is_only_on_another_host(
+    store: Store, repo: Path, tmp_path: Path
+) -> None:
+    """A tree that is here is checked whatever the host; a workdir that is not here is
+    refused for this host, and left to the worker of the other host it names."""
+    graph = make_graph(store, repo, [NODE])
+    (repo / "scratch.txt").write_text("not committed\n")
+    for host in (None, "elsewhere-box"):
+        with pytest.raises(Refused, match=r"^workdir \S+ is dirty \(1 dirty path: scratch.txt\)"):
+            runs.prepare_run(store, graph, host=host)
+    missing = str(tmp_path / "not-here")
+    before = snapshot(store)
+    with pytest.raises(Refused, match=rf"^workdir {missing} is not a git work tree$"):
+        runs.prepare_run(store, graph, workdir=missing)
+    assert snapshot(store) == before
+    prepared = runs.prepare_run(store, graph, workdir=missing, host="elsewhere-box")
+    assert (prepared.start.workdir, prepared.start.agents_task_queue) == (
+        missing,
+        "canopy-agents@elsewhere-box",
+    )
+
+
+async def test_the_hosts_worker_checks_a_workdir_that_was_not_here_at_the_start(
+    dev_server: Client, store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph names its host, and its workdir is not on this machine when the run
+    starts: the start skips the local git checks, and the host's worker checks the tree
+    before the first spec. Dirty there, the run parks with the usual blocker.
+
+    Host and launcher share this machine here, so the host's tree appears (dirty) while
+    the start waits for the host's worker, after its launch guard."""
+    monkeypatch.setattr(runs, "WORKER_WAIT_SECONDS", SETTLE_TIMEOUT)
+    host = a_host("far")
+    workdir = tmp_path / "on-the-host"
+    (spec,) = make_specs(store, "alpha")
+    graph = make_graph(store, workdir, [NODE], specs=[spec], host=host)
+    looked = watch_worker_checks(monkeypatch)
+    start = asyncio.create_task(runs.graph_run(store, graph))
+    await asyncio.wait_for(looked.wait(), SETTLE_TIMEOUT)
+    staging = git_repo(tmp_path / "staging")
+    (staging / "scratch.txt").write_text("not committed\n")
+    staging.rename(workdir)
+    async with canopy_worker(host):
+        started = await start
+        assert (started["host"], started["workdir"]) == (host, str(workdir))
+        settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
+        blocker = settled["blocker"]
+        assert (settled["status"], blocker["kind"], blocker["dirty_paths"]) == (
+            "paused",
+            "dirty_tree",
+            ["scratch.txt"],
+        )
+        assert graphs.graph_get(store, graph)["node_runs"] == [], "no node ran on it"
+        await control.graph_reset(store, graph)
