@@ -90,7 +90,7 @@ def up(
     def human() -> None:
         server, worker = info["server"], info["worker"]
         if server.get("external"):
-            print_line(f"Using Temporal at {server['address']} (TEMPORAL_ADDRESS)")
+            print_line(f"Using Temporal at {server['address']} ({server['source']})")
         else:
             verb = "started" if server["started"] else "already running"
             _print_server(server, f"Temporal dev server {verb} (pid {server['pid']})")
@@ -113,7 +113,7 @@ def down(json: JsonFlag = False) -> None:
         else:
             print_line("Worker was not running")
         if server.get("external"):
-            print_line(f"Left Temporal at {server['address']} running (TEMPORAL_ADDRESS)")
+            print_line(f"Left Temporal at {server['address']} running ({server['source']})")
         elif server["stopped"]:
             print_line(f"Temporal dev server stopped (pid {server['pid']})")
         else:

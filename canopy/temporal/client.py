@@ -61,6 +61,16 @@ def configured_address() -> str | None:
     return _settings().get("target_host")
 
 
+def address_source() -> str:
+    """Which setting named :func:`configured_address`, as the user would look for it:
+    ``TEMPORAL_ADDRESS`` (it overrides any profile), else ``temporal.toml profile NAME``."""
+    from temporalio.envconfig import ClientConfigProfile
+
+    if ClientConfigProfile.load(disable_file=True).address:
+        return "TEMPORAL_ADDRESS"
+    return f"temporal.toml profile {os.environ.get('TEMPORAL_PROFILE') or 'default'}"
+
+
 def address() -> str:
     """The address :func:`connect` uses."""
     return _connect_config()["target_host"]
