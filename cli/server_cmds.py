@@ -2,7 +2,10 @@
 
 :mod:`canopy.temporal.devserver` and :mod:`canopy.temporal.daemon` are stdlib-only at
 import time, and the worker module (which imports the SDK) is imported inside ``worker``,
-so ``canopy server status`` and every ``--help`` here start without temporalio.
+so ``canopy server status`` and every ``--help`` here start without temporalio. ``up`` and
+``down`` do load it (``temporalio.envconfig``): whether the server is Canopy's to start
+and stop depends on the connection settings, a ``temporal.toml`` profile included, which
+only the SDK reads the way the ``temporal`` CLI does.
 """
 
 from typing import Annotated, Any
