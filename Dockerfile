@@ -33,13 +33,13 @@ RUN if [ -n "$AGENT_NPM_PACKAGES" ]; then \
     fi
 
 # Dependencies first, from pyproject.toml at the versions constraints.txt pins, so that a
-# change to Canopy's code alone reuses this layer. psycopg is the Postgres driver for
-# CANOPY_DB_URL (pyproject.toml lists it among the dev extras only; constraints.txt pins it).
+# change to Canopy's code alone reuses this layer: the dependencies and the `postgres` extra
+# (psycopg, the driver for CANOPY_DB_URL), i.e. what `pip install 'canopy[postgres]'` pulls in.
 WORKDIR /opt/canopy/src
 COPY pyproject.toml constraints.txt ./
 RUN python -m venv /opt/canopy/venv \
-    && python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
-    && /opt/canopy/venv/bin/pip install -c constraints.txt -r /tmp/requirements.txt 'psycopg[binary]' \
+    && python -c "import tomllib; project = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(project['dependencies'] + project['optional-dependencies']['postgres']))" > /tmp/requirements.txt \
+    && /opt/canopy/venv/bin/pip install -c constraints.txt -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt
 
 # Canopy itself (not editable: the venv owns a copy, the source can go). canopy/ holds
@@ -51,7 +51,7 @@ COPY tui/ tui/
 COPY workflows/ workflows/
 COPY activities/ activities/
 COPY worker.py ./
-RUN /opt/canopy/venv/bin/pip install -c constraints.txt --no-deps . \
+RUN /opt/canopy/venv/bin/pip install -c constraints.txt --no-deps '.[postgres]' \
     && rm -rf /opt/canopy/src/build
 
 RUN groupadd --gid "$CANOPY_GID" canopy \

@@ -4,12 +4,13 @@
 activity to the per-host agents queue, so a reply means both queues are being polled.
 """
 
-import socket
-
 from temporalio import activity
+
+from canopy.temporal.client import this_host
 
 
 @activity.defn(name="ping")
 async def ping() -> str:
-    """Answer with the host name, showing which machine served the agents queue."""
-    return f"pong from {socket.gethostname()}"
+    """Answer with the name this worker serves as (``CANOPY_HOST``, else the host name):
+    the name in the agents queue it polls, which is what a health check asks about."""
+    return f"pong from {this_host()}"

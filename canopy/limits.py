@@ -88,6 +88,9 @@ ID_MAX_LENGTH = 64
 """Ids a user may type in full, such as a hook's ``target_session_id``."""
 WORKDIR_MAX_LENGTH = 4096
 """Workdirs, as absolute paths."""
+HOST_MAX_LENGTH = 255
+"""Host names (``CANOPY_HOST``, a graph's or run's host): the width of the store's host
+columns (``sessions.host``, ``graphs.host``, ``node_runs.host``)."""
 TEXT_MAX_LENGTH = 200_000
 """Prompts and commands: node and hook fields, and a session message's prompt."""
 SPEC_BODY_MAX_BYTES = 1 << 20

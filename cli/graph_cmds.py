@@ -20,18 +20,32 @@ DefinitionFile = Annotated[
     Path,
     typer.Option("--file", "-f", help="JSON or TOML definition ('-' for stdin)."),
 ]
+HostOption = Annotated[
+    str | None,
+    typer.Option(
+        "--host",
+        help="The machine holding the workdir (its CANOPY_HOST), where runs go by default; "
+        "overrides the file's host.",
+    ),
+]
 
 
-def read_definition(file: Path) -> dict[str, Any]:
-    """The definition in ``file`` (``-`` is stdin), parsed by its extension or content."""
-    text = read_text(file, "--file", "graph file", GRAPH_FILE_MAX_BYTES)
-    return parse_definition(text, str(file))
+def read_definition(file: Path | None, host: str | None = None) -> dict[str, Any]:
+    """The definition in ``file`` (``-`` is stdin; none: no fields), parsed by its extension
+    or content, with ``host`` set when given. The host is validated with the rest."""
+    definition: dict[str, Any] = {}
+    if file is not None:
+        text = read_text(file, "--file", "graph file", GRAPH_FILE_MAX_BYTES)
+        definition = parse_definition(text, str(file))
+    if host is not None:
+        definition["host"] = host
+    return definition
 
 
 @app.command("create")
-def create(file: DefinitionFile, as_json: JsonFlag = False) -> None:
+def create(file: DefinitionFile, host: HostOption = None, as_json: JsonFlag = False) -> None:
     """Create a graph from a definition file (see docs/graphs.md for the format)."""
-    result = ops.graph_create(open_store(), read_definition(file))
+    result = ops.graph_create(open_store(), read_definition(file, host))
     emit(result, as_json, lambda: views.show_created(result))
 
 
@@ -50,9 +64,18 @@ def info(graph: str, as_json: JsonFlag = False) -> None:
 
 
 @app.command("edit")
-def edit(graph: str, file: DefinitionFile, as_json: JsonFlag = False) -> None:
-    """Replace the fields the file names (others are kept); allowed during a run."""
-    result = ops.graph_edit(open_store(), graph, read_definition(file))
+def edit(
+    graph: str,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", "-f", help="JSON or TOML fields to replace ('-' for stdin)."),
+    ] = None,
+    host: HostOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Replace the fields the file (and --host) name, keeping the others; allowed during a
+    run."""
+    result = ops.graph_edit(open_store(), graph, read_definition(file, host))
     emit(result, as_json, lambda: views.show_updated(result))
 
 

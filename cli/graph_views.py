@@ -61,8 +61,10 @@ def show_graph(info: GraphInfo) -> None:
 def _show_facts(info: GraphInfo) -> None:
     print_line(f"{info.id}  {info.name}")
     dirty = "yes" if info.allow_dirty_start else "no"
+    host = f"   host: {info.host}" if info.host is not None else ""
     print_line(
-        f"status: {info.status}   workdir: {info.workdir or '(none)'}   allow_dirty_start: {dirty}"
+        f"status: {info.status}   workdir: {info.workdir or '(none)'}{host}   "
+        f"allow_dirty_start: {dirty}"
     )
     if info.blocker is not None:
         print_line(f"blocker: {blocker_text(info.blocker.model_dump())}")

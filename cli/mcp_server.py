@@ -107,7 +107,7 @@ Definition = Annotated[
     Field(
         description="The graph definition as a JSON object (docs/graphs.md): the whole "
         "definition for create; for update only the fields to replace (nodes, specs, "
-        "ensembles, name, workdir, allow_dirty_start, hooks — each event named replaces "
+        "ensembles, name, workdir, host, allow_dirty_start, hooks — each event named replaces "
         "that event's list — or the legacy top-level on_completed hook)."
     ),
 ]
@@ -128,7 +128,7 @@ RunHost = Annotated[
     str | None,
     Field(
         description="run: the machine holding the workdir, whose worker runs the nodes (its "
-        "CANOPY_HOST; default: the MCP server's host)."
+        "CANOPY_HOST; default: the graph's host, else the MCP server's host)."
     ),
 ]
 

@@ -2,7 +2,10 @@
 
 :mod:`canopy.temporal.devserver` and :mod:`canopy.temporal.daemon` are stdlib-only at
 import time, and the worker module (which imports the SDK) is imported inside ``worker``,
-so ``canopy server status`` and every ``--help`` here start without temporalio.
+so ``canopy server status`` and every ``--help`` here start without temporalio. ``up`` and
+``down`` do load it (``temporalio.envconfig``): whether the server is Canopy's to start
+and stop depends on the connection settings, a ``temporal.toml`` profile included, which
+only the SDK reads the way the ``temporal`` CLI does.
 """
 
 from typing import Annotated, Any
@@ -90,7 +93,7 @@ def up(
     def human() -> None:
         server, worker = info["server"], info["worker"]
         if server.get("external"):
-            print_line(f"Using Temporal at {server['address']} (TEMPORAL_ADDRESS)")
+            print_line(f"Using Temporal at {server['address']} ({server['source']})")
             if server.get("search_attributes"):
                 print_line(server["search_attributes"])
         else:
@@ -115,7 +118,7 @@ def down(json: JsonFlag = False) -> None:
         else:
             print_line("Worker was not running")
         if server.get("external"):
-            print_line(f"Left Temporal at {server['address']} running (TEMPORAL_ADDRESS)")
+            print_line(f"Left Temporal at {server['address']} running ({server['source']})")
         elif server["stopped"]:
             print_line(f"Temporal dev server stopped (pid {server['pid']})")
         else:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import without_temporal_settings
+
 
 @dataclass
 class Result:
@@ -23,7 +25,8 @@ class Result:
 
 def canopy_env(home: Path, **extra: str) -> dict[str, str]:
     """The environment for a CLI subprocess: our home, no inherited store or server."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CANOPY_", "TEMPORAL_"))}
+    inherited = without_temporal_settings(os.environ)
+    env = {k: v for k, v in inherited.items() if not k.startswith("CANOPY_")}
     env.update(CANOPY_HOME=str(home), COLUMNS="200", **extra)
     return env
 

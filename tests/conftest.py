@@ -1,7 +1,9 @@
 """Shared fixtures: stores on every configured backend, spec bodies, table snapshots."""
 
 import os
-from collections.abc import Iterator
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,35 @@ def reset_postgres(url: str) -> None:
         connection.execute(text("DROP SCHEMA public CASCADE"))
         connection.execute(text("CREATE SCHEMA public"))
     engine.dispose()
+
+
+TEMPORAL_CONFIG_FILE = "TEMPORAL_CONFIG_FILE"
+"""Where temporalio (and the ``temporal`` CLI) read ``temporal.toml``; by default the
+developer's own ``~/.config/temporalio/temporal.toml``."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Shield the suite from the developer's Temporal connection settings: no inherited
+    ``TEMPORAL_*`` variable, and ``TEMPORAL_CONFIG_FILE`` naming a ``temporal.toml`` that
+    does not exist. A profile or variable of theirs would otherwise choose the server,
+    namespace, TLS or API key of every connection a test makes (in process and in the
+    CLI and worker processes it starts), and make Canopy treat its own server as external.
+    Runs before any fixture; tests that want settings set them with ``monkeypatch``."""
+    for name in [name for name in os.environ if name.startswith("TEMPORAL_")]:
+        del os.environ[name]
+    empty = tempfile.mkdtemp(prefix="canopy-tests-temporal-")
+    config.add_cleanup(lambda: shutil.rmtree(empty, ignore_errors=True))
+    os.environ[TEMPORAL_CONFIG_FILE] = os.path.join(empty, "temporal.toml")
+
+
+def without_temporal_settings(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without the Temporal settings a test set (``TEMPORAL_ADDRESS`` …), keeping
+    the isolated ``TEMPORAL_CONFIG_FILE``: for processes that must find no server."""
+    return {
+        name: value
+        for name, value in env.items()
+        if not name.startswith("TEMPORAL_") or name == TEMPORAL_CONFIG_FILE
+    }
 
 
 HARNESS_HOMES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME")

@@ -23,7 +23,9 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 from sqlalchemy import create_engine, make_url, text
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
@@ -476,6 +478,25 @@ def test_the_dockerfile_installs_only_pinned_versions() -> None:
                 assert "-c constraints.txt" in command, command
     copied = " ".join(a for i, a in dockerfile_instructions() if i == "COPY")
     assert "constraints.txt" in copied
+
+
+def test_the_image_installs_the_postgres_extra_at_pinned_versions() -> None:
+    """The worker reaches the store's Postgres through Canopy's ``postgres`` extra (what
+    ``pip install 'canopy[postgres]'`` installs), read from pyproject.toml, not a copy."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    pinned = {
+        canonicalize_name(line.partition("==")[0])
+        for line in (ROOT / "constraints.txt").read_text().splitlines()
+        if "==" in line
+    }
+    for requirement in extras["postgres"]:
+        assert canonicalize_name(Requirement(requirement).name) in pinned, requirement
+    assert "canopy[postgres]" in extras["dev"], "make install has the driver the tests use"
+    installs = " ".join(a for i, a in dockerfile_instructions() if i == "RUN" and "pip" in a)
+    assert "['optional-dependencies']['postgres']" in installs
+    assert "psycopg" not in installs, "the driver comes from the extra"
 
 
 def test_the_dockerfile_runs_the_worker_as_an_unprivileged_user() -> None:

@@ -12,6 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 from canopy.errors import Refused
 from canopy.temporal import client as temporal_client
 from canopy.temporal import daemon
+from tests.cli_helpers import run_canopy
 
 pytestmark = pytest.mark.server
 
@@ -99,3 +100,25 @@ async def test_unreadable_settings_are_one_line(
         "cannot read the Temporal connection settings: Configuration loading error: TOML "
     )
     assert "\n" not in str(refusal.value)
+
+
+def test_up_and_down_name_the_setting_that_named_the_server(
+    no_settings: Path, tmp_path: Path
+) -> None:
+    """``canopy down`` (``up`` says it the same way) leaves a configured server alone and
+    says which setting named it: a profile, or ``TEMPORAL_ADDRESS`` overriding it."""
+    no_settings.write_text('[profile.team]\naddress = "127.0.0.1:1"\n')
+    settings = {"TEMPORAL_CONFIG_FILE": str(no_settings), "TEMPORAL_PROFILE": "team"}
+    home = tmp_path / "home"
+    by_profile = run_canopy(home, "down", env=settings)
+    assert (by_profile.code, by_profile.stdout) == (
+        0,
+        "Worker was not running\n"
+        "Left Temporal at 127.0.0.1:1 running (temporal.toml profile team)\n",
+    )
+    overridden = run_canopy(home, "down", "--json", env={**settings, "TEMPORAL_ADDRESS": "h:2"})
+    assert overridden.json()["server"] == {
+        "external": True,
+        "address": "h:2",
+        "source": "TEMPORAL_ADDRESS",
+    }

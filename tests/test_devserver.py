@@ -24,6 +24,7 @@ import pytest
 from canopy.temporal import client as temporal_client
 from canopy.temporal import daemon, devserver
 from canopy.workflows.ping import PingWorkflow
+from tests.conftest import without_temporal_settings
 from tests.daemons import free_ports, stop_recorded_daemons
 
 pytestmark = pytest.mark.server
@@ -33,7 +34,7 @@ CLI_TIMEOUT = 90.0
 
 def cli_env(home: Path) -> dict[str, str]:
     """The environment of a CLI subprocess: this home, the embedded server's address."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
+    env = without_temporal_settings(os.environ)
     env["CANOPY_HOME"] = str(home)
     return env
 

@@ -122,6 +122,30 @@ def test_bad_files_get_one_line_and_write_nothing(home: Path, tmp_path: Path) ->
     store.close()
 
 
+def test_host_option_sets_the_graphs_host_on_create_and_edit(home: Path) -> None:
+    """``--host`` overrides the file's host on create, and an edit needs no file for it."""
+    definition = json.dumps(example(host="from-file"))
+    created = ok(
+        run_canopy(
+            home, "graph", "create", "-f", "-", "--host", "build-1", "--json", stdin=definition
+        )
+    ).json()
+    assert created["host"] == "build-1"
+    assert "host: build-1" in ok(run_canopy(home, "graph", "info", "build")).stdout
+    edited = ok(run_canopy(home, "graph", "edit", "build", "--host", "build-2", "--json")).json()
+    assert (edited["host"], edited["nodes"]) == ("build-2", created["nodes"])
+    store = Store(f"sqlite:///{home / 'canopy.db'}")
+    before = snapshot(store)
+    line = refused(run_canopy(home, "graph", "edit", "build", "--host", "a/b"))
+    assert line == (
+        "error: graph definition refused: host: may use letters, digits, '_', '-', '.' and "
+        "spaces only, starting with a letter, digit or '_' (found '/' at offset 1)"
+    )
+    refused(run_canopy(home, "graph", "edit", "build"), "graph edit needs at least one field")
+    assert snapshot(store) == before
+    store.close()
+
+
 def test_graph_commands_never_import_temporalio(home: Path) -> None:
     result = ok(run_canopy(home, "graph", "list", "--json", python_flags=("-X", "importtime")))
     assert "temporalio" not in imported_modules(result)

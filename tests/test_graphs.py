@@ -28,6 +28,7 @@ INFO_KEYS = {
     "name",
     "status",
     "workdir",
+    "host",
     "allow_dirty_start",
     "blocker",
     "hooks",
@@ -198,6 +199,19 @@ def test_workdir_is_stored_absolute_and_is_optional(store: Store) -> None:
     assert graphs.graph_create(store, without)["workdir"] is None
 
 
+def test_a_graph_names_the_host_that_holds_its_workdir(store: Store) -> None:
+    """Stored stripped, shown by graph info, kept by edits of other fields, and cleared by
+    ``null``; a graph that names none has ``host`` null."""
+    created = graphs.graph_create(store, example(host=" build-1 "))
+    assert created["host"] == "build-1"
+    assert graphs.graph_get(store, created["id"])["host"] == "build-1"
+    assert graphs.graph_edit(store, "build", {"allow_dirty_start": True})["host"] == "build-1"
+    moved = graphs.graph_edit(store, "build", {"host": "build-2"})
+    assert (moved["host"], moved["nodes"]) == ("build-2", created["nodes"])
+    assert graphs.graph_edit(store, "build", {"host": None})["host"] is None
+    assert graphs.graph_create(store, example(name="anywhere"))["host"] is None
+
+
 def test_graphs_resolve_by_exact_name_or_unique_id_prefix(store: Store) -> None:
     created = graphs.graph_create(store, example())
     assert graphs.graph_get(store, "build")["id"] == created["id"]
@@ -283,6 +297,14 @@ REFUSALS: list[tuple[str, Mutation, str]] = [
         top(allow_dirty_start="yes"),
         "allow_dirty_start: Input should be a valid boolean",
     ),
+    (
+        "unsafe host",
+        top(host="../etc"),
+        "host: may use letters, digits, '_', '-', '.' and spaces only, starting with a "
+        "letter, digit or '_' (found '.' at offset 0)",
+    ),
+    ("multi-line host", top(host="a\nb"), "host: must be a single line"),
+    ("long host", top(host="h" * 256), "host: must be at most 255 characters (this one has 256)"),
 ]
 
 

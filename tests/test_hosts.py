@@ -6,6 +6,7 @@ minutes, so a name shared between tests would find the previous test's worker.
 """
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -23,13 +24,13 @@ from temporalio.testing import WorkflowEnvironment
 
 from canopy.contracts.ping import PING_WORKFLOW
 from canopy.errors import Refused
-from canopy.ops import control, runs, sessions
+from canopy.ops import control, graphs, runs, sessions
 from canopy.store.engine import Store
 from canopy.temporal import client as temporal_client
 from tests import engine
 from tests.cli_helpers import run_canopy
 from tests.conftest import make_specs, snapshot
-from tests.engine import SETTLE_TIMEOUT, make_graph, running_workers
+from tests.engine import SETTLE_TIMEOUT, git_repo, make_graph, running_workers
 
 pytestmark = pytest.mark.server
 
@@ -64,11 +65,10 @@ async def agent_queues_of(handle: WorkflowHandle[object, object]) -> set[tuple[s
 # --------------------------------------------------------------------------- CANOPY_HOST
 
 
-@pytest_asyncio.fixture
-async def worker_process(dev_server: Client, canopy_home: Path) -> AsyncIterator[str]:
-    """``canopy worker`` with ``CANOPY_HOST`` set to a host of its own, serving this test's
-    data dir; its host, once it logged the queues it serves."""
-    host = a_host("alpha")
+@contextlib.asynccontextmanager
+async def canopy_worker(host: str) -> AsyncIterator[None]:
+    """``canopy worker`` with ``CANOPY_HOST=host``, serving this test's data dir and main
+    queue, from the moment it logged the queues it serves."""
     env = {**os.environ, "CANOPY_HOST": host}
     boot = (
         "import sys; from canopy.temporal import client; "
@@ -93,11 +93,36 @@ async def worker_process(dev_server: Client, canopy_home: Path) -> AsyncIterator
             assert line, "".join(lines)
             lines.append(line.decode())
         assert f"canopy-agents@{host} at " in lines[-1]
-        yield host
+        yield
     finally:
         if process.returncode is None:
             process.send_signal(signal.SIGTERM)
             await asyncio.wait_for(process.communicate(), SETTLE_TIMEOUT)
+
+
+@pytest_asyncio.fixture
+async def worker_process(dev_server: Client, canopy_home: Path) -> AsyncIterator[str]:
+    """A :func:`canopy_worker` of a host of its own; its host."""
+    host = a_host("alpha")
+    async with canopy_worker(host):
+        yield host
+
+
+def watch_worker_checks(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """An event set once a start has asked Temporal whether a worker serves its host (the
+    launch guard is behind it then)."""
+    looked = asyncio.Event()
+    recently_polled = control.recently_polled
+
+    async def spy(
+        client: Client, task_queue: str, tasks: Literal["workflow", "activity"] = "workflow"
+    ) -> bool:
+        polled = await recently_polled(client, task_queue, tasks)
+        looked.set()
+        return polled
+
+    monkeypatch.setattr(control, "recently_polled", spy)
+    return looked
 
 
 async def test_canopy_host_names_the_queue_the_worker_serves(
@@ -112,7 +137,7 @@ async def test_canopy_host_names_the_queue_the_worker_serves(
         execution_timeout=timedelta(seconds=SETTLE_TIMEOUT),
         result_type=str,
     )
-    assert reply == f"pong from {socket.gethostname()}"
+    assert reply == f"pong from {host}", "the reply names the host the worker serves as"
 
 
 async def test_a_run_on_a_named_host_runs_its_nodes_on_that_hosts_worker(
@@ -189,17 +214,7 @@ async def test_a_start_waits_for_a_worker_that_is_starting(
     still starting, and goes ahead once it polls."""
     host = a_host("late")
     monkeypatch.setenv("CANOPY_HOST", host)
-    looked = asyncio.Event()
-    recently_polled = control.recently_polled
-
-    async def spy(
-        client: Client, task_queue: str, tasks: Literal["workflow", "activity"] = "workflow"
-    ) -> bool:
-        polled = await recently_polled(client, task_queue, tasks)
-        looked.set()
-        return polled
-
-    monkeypatch.setattr(control, "recently_polled", spy)
+    looked = watch_worker_checks(monkeypatch)
     (spec,) = make_specs(store, "alpha")
     graph = make_graph(store, repo, [NODE], specs=[spec])
     start = asyncio.create_task(runs.graph_run(store, graph))
@@ -210,3 +225,76 @@ async def test_a_start_waits_for_a_worker_that_is_starting(
         handle = dev_server.get_workflow_handle(started["workflow_id"])
         await asyncio.wait_for(handle.result(), SETTLE_TIMEOUT)
     assert await agent_queues_of(handle) == {("dispatch_node", f"canopy-agents@{host}")}
+
+
+def test_a_run_goes_to_the_named_host_else_the_graphs_else_this_one(
+    store: Store, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CANOPY_HOST", "this-box")
+    anywhere = make_graph(store, repo, [NODE], name="anywhere")
+    pinned = make_graph(store, repo, [NODE], name="pinned", host="graph-box")
+
+    def queue_of(graph: str, host: str | None = None) -> str:
+        prepared = runs.prepare_run(store, graph, host=host)
+        runs.forget_run(store, prepared)
+        return prepared.start.agents_task_queue
+
+    assert queue_of(anywhere) == "canopy-agents@this-box"
+    assert queue_of(pinned) == "canopy-agents@graph-box"
+    assert queue_of(pinned, host="run-box") == "canopy-agents@run-box"
+
+
+def test_the_git_checks_run_here_unless_the_workdir_is_only_on_another_host(
+    store: Store, repo: Path, tmp_path: Path
+) -> None:
+    """A tree that is here is checked whatever the host; a workdir that is not here is
+    refused for this host, and left to the worker of the other host it names."""
+    graph = make_graph(store, repo, [NODE])
+    (repo / "scratch.txt").write_text("not committed\n")
+    for host in (None, "elsewhere-box"):
+        with pytest.raises(Refused, match=r"^workdir \S+ is dirty \(1 dirty path: scratch.txt\)"):
+            runs.prepare_run(store, graph, host=host)
+    missing = str(tmp_path / "not-here")
+    before = snapshot(store)
+    with pytest.raises(Refused, match=rf"^workdir {missing} is not a git work tree$"):
+        runs.prepare_run(store, graph, workdir=missing)
+    assert snapshot(store) == before
+    prepared = runs.prepare_run(store, graph, workdir=missing, host="elsewhere-box")
+    assert (prepared.start.workdir, prepared.start.agents_task_queue) == (
+        missing,
+        "canopy-agents@elsewhere-box",
+    )
+
+
+async def test_the_hosts_worker_checks_a_workdir_that_was_not_here_at_the_start(
+    dev_server: Client, store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph names its host, and its workdir is not on this machine when the run
+    starts: the start skips the local git checks, and the host's worker checks the tree
+    before the first spec. Dirty there, the run parks with the usual blocker.
+
+    Host and launcher share this machine here, so the host's tree appears (dirty) while
+    the start waits for the host's worker, after its launch guard."""
+    monkeypatch.setattr(runs, "WORKER_WAIT_SECONDS", SETTLE_TIMEOUT)
+    host = a_host("far")
+    workdir = tmp_path / "on-the-host"
+    (spec,) = make_specs(store, "alpha")
+    graph = make_graph(store, workdir, [NODE], specs=[spec], host=host)
+    looked = watch_worker_checks(monkeypatch)
+    start = asyncio.create_task(runs.graph_run(store, graph))
+    await asyncio.wait_for(looked.wait(), SETTLE_TIMEOUT)
+    staging = git_repo(tmp_path / "staging")
+    (staging / "scratch.txt").write_text("not committed\n")
+    staging.rename(workdir)
+    async with canopy_worker(host):
+        started = await start
+        assert (started["host"], started["workdir"]) == (host, str(workdir))
+        settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
+        blocker = settled["blocker"]
+        assert (settled["status"], blocker["kind"], blocker["dirty_paths"]) == (
+            "paused",
+            "dirty_tree",
+            ["scratch.txt"],
+        )
+        assert graphs.graph_get(store, graph)["node_runs"] == [], "no node ran on it"
+        await control.graph_reset(store, graph)

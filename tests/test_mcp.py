@@ -412,6 +412,7 @@ async def test_graph_edit_actions_create_update_with_hooks_and_delete(
         definition = {
             "name": "build",
             "workdir": str(repo),
+            "host": "build-1",
             "nodes": [{"name": "work", "command": "true"}],
             "specs": [spec_id[:9]],
         }
@@ -419,6 +420,7 @@ async def test_graph_edit_actions_create_update_with_hooks_and_delete(
         graph_id = json.loads(created)["id"]
         assert created == await cli.json_line("graph", "info", graph_id)
         assert json.loads(created)["specs"][0]["id"] == spec_id
+        assert json.loads(created)["host"] == "build-1"
 
         hooks = {"on_spec_completed": [{"command": "echo {{spec_name}}", "spec_ids": [spec_id]}]}
         updated = await answer(
@@ -433,6 +435,7 @@ async def test_graph_edit_actions_create_update_with_hooks_and_delete(
             **hooks,
             "on_completed": [{"command": "echo done"}],
         }
+        assert json.loads(updated)["host"] == "build-1", "an edit keeps the fields it omits"
         assert await answer(client, "graph", action="get", graph_id=graph_id[:10]) == updated
         listed = await ok(client, "graph", action="list")
         assert [(g["name"], g["specs"], g["status"]) for g in listed] == [("build", 1, "idle")]

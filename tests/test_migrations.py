@@ -147,6 +147,22 @@ def test_upgrading_keeps_only_the_newest_of_two_active_runs(db_url: str) -> None
     ]
 
 
+def test_upgrading_keeps_graphs_and_gives_them_no_host(db_url: str) -> None:
+    """Graphs stored before graphs named a host keep every field; runs go, as before, to
+    the machine that starts them."""
+    engine = _upgrade(db_url, "0006")
+    with engine.begin() as connection:
+        _insert_run(connection, "run-first", 1, "completed")
+    engine.dispose()
+    store = Store(db_url)
+    with store.engine.connect() as connection:
+        graph = connection.execute(text("SELECT id, name, status, host FROM graphs")).one()
+        runs = connection.execute(text("SELECT id, status FROM runs")).all()
+    store.close()
+    assert tuple(graph) == ("graph-race0001", "g", "running", None)
+    assert [tuple(run) for run in runs] == [("run-first", "completed")]
+
+
 def test_upgrading_keeps_node_runs_and_gives_them_no_host(db_url: str) -> None:
     """Node runs recorded before hosts were keep every field; their host is unknown."""
     engine = _upgrade(db_url, "0005")

@@ -63,7 +63,9 @@ class RunInput(BaseModel):
     (checked at start): only then does the run keep them current."""
     continued: bool = False
     """Set on a continue-as-new: the new execution starts between two specs, so the
-    dirty-tree guard runs before its first spec."""
+    dirty-tree guard runs before its first spec. Also set on a fresh start whose launch
+    guard left the git checks to the run's host (its workdir is not on the machine that
+    started it), so the host checks the tree before the first spec too."""
     counts: RunCounts = Field(default_factory=RunCounts)
 
 

@@ -45,6 +45,7 @@ from canopy.limits import (
     DEFAULT_MAX_VISITS,
     ENSEMBLE_NAME_MAX_LENGTH,
     HOOK_TIMEOUT_MINUTES,
+    HOST_MAX_LENGTH,
     ID_MAX_LENGTH,
     MAX_VISITS,
     NAME_MAX_LENGTH,
@@ -157,6 +158,9 @@ EnsembleName = Annotated[str, _named(ENSEMBLE_NAME_MAX_LENGTH)]
 SessionName = Annotated[str, _named(SESSION_NAME_MAX_LENGTH)]
 SessionId = Annotated[str, _named(ID_MAX_LENGTH)]
 Workdir = Annotated[str, _input_rule(_workdir)]
+HostName = Annotated[str, _named(HOST_MAX_LENGTH, path_safe=True)]
+"""Path-safe, as :func:`canopy.temporal.client.check_host` has it: part of a task queue
+name and of shell hints."""
 MaxVisits = Annotated[int, _within(MAX_VISITS)]
 NodeTimeout = Annotated[int | float, _within(NODE_TIMEOUT_MINUTES)]
 """``int | float``: an integer too large for a float is then refused by its range, naming
@@ -527,6 +531,7 @@ class GraphDefinition(BaseModel):
 
     name: GraphName
     workdir: Workdir | None = None
+    host: HostName | None = None
     allow_dirty_start: bool = False
     nodes: Annotated[list[Node], AfterValidator(_not_empty)]
     ensembles: dict[EnsembleName, Ensemble] = Field(default_factory=dict)

@@ -148,6 +148,9 @@ class GraphInfo(BaseModel):
     name: str
     status: str
     workdir: str | None
+    host: str | None
+    """The machine holding the workdir, where ``graph run`` sends the run unless told
+    otherwise; none: the machine that starts the run."""
     allow_dirty_start: bool
     blocker: Blocker | None
     hooks: dict[str, list[Hook]]
@@ -188,9 +191,10 @@ def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphI
     """The graph ``graph_id`` with its run record, in the caller's transaction; refused,
     naming ``ref`` (what the user typed), if it does not exist."""
     found = rows(
-        "SELECT id, name, status, workdir, allow_dirty_start, CAST(blocker AS TEXT) AS blocker,"
-        " CAST(hooks AS TEXT) AS hooks, CAST(nodes AS TEXT) AS nodes,"
-        " CAST(ensembles AS TEXT) AS ensembles, created_at, updated_at"
+        "SELECT id, name, status, workdir, host, allow_dirty_start,"
+        " CAST(blocker AS TEXT) AS blocker, CAST(hooks AS TEXT) AS hooks,"
+        " CAST(nodes AS TEXT) AS nodes, CAST(ensembles AS TEXT) AS ensembles,"
+        " created_at, updated_at"
         " FROM graphs WHERE id = :id",
         {"id": graph_id},
     )
@@ -209,6 +213,7 @@ def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphI
         name=row["name"],
         status=row["status"],
         workdir=row["workdir"],
+        host=row["host"],
         allow_dirty_start=bool(row["allow_dirty_start"]),
         blocker=Blocker.model_validate(blocker) if blocker is not None else None,
         hooks={event: [stored_hook(hook) for hook in listed] for event, listed in hooks.items()},

@@ -182,6 +182,7 @@ def _write_definition(row: Graph, graph: GraphDefinition, now: datetime) -> None
     """Copy a checked definition onto the graph's row (not its bound specs)."""
     row.name = graph.name
     row.workdir = graph.workdir
+    row.host = graph.host
     row.allow_dirty_start = graph.allow_dirty_start
     row.nodes = [node.model_dump(exclude_none=True) for node in graph.nodes]
     row.ensembles = {
@@ -197,6 +198,7 @@ def _definition_of(db: Session, row: Graph) -> dict[str, Any]:
     return {
         "name": row.name,
         "workdir": row.workdir,
+        "host": row.host,
         "allow_dirty_start": row.allow_dirty_start,
         "nodes": row.nodes,
         "ensembles": row.ensembles,

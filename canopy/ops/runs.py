@@ -99,6 +99,8 @@ class CheckedStart:
     workdir: str
     host: str
     """The machine holding the workdir: the run's agent work goes to its task queue."""
+    tree_checked: bool
+    """Whether the git checks ran here; if not, the run's first spec is guarded on the host."""
 
 
 @dataclass(frozen=True)
@@ -153,9 +155,12 @@ def _check_start(
 ) -> CheckedStart:
     """The launch guard (DESIGN §6.1): no active run, a git work tree, clean unless allowed.
 
-    The git checks run on this machine, so a run on another host needs its workdir here at
-    the same path too (that host itself, or a shared mount)."""
-    run_host = temporal_client.this_host() if host is None else temporal_client.check_host(host)
+    The run goes to ``host``, else the graph's host, else this machine. The git checks run
+    on this machine: for a run on another host whose workdir is not here they are left to
+    that host's worker (:func:`_checks_tree_here`). Such a run starts as a continued one
+    does, with the dirty-tree guard before its first spec, so a dirty tree on the host
+    parks it with the usual blocker."""
+    named_host = temporal_client.check_host(host) if host is not None else None
     with store.transaction() as db:
         rows = rows_of(db)
         graph_id = queries.resolve_id(rows, "graph", graph)
@@ -163,18 +168,29 @@ def _check_start(
         row = db.get_one(Graph, graph_id)
         _refuse_if_active(db, row)
         run_workdir = normalize_workdir(workdir) if workdir is not None else row.workdir
-        name, allow_dirty_start = row.name, row.allow_dirty_start
+        name, allow_dirty_start, graph_host = row.name, row.allow_dirty_start, row.host
+    run_host = named_host or graph_host or temporal_client.this_host()
     if run_workdir is None:
         raise Refused(f"graph {name} has no workdir; pass one with --workdir")
-    require_work_tree(run_workdir)
-    if not allow_dirty_start:
-        state = worktree_state(run_workdir)
-        if not state.clean:
-            raise Refused(
-                f"workdir {run_workdir} is dirty ({describe_dirty(state)}); commit or "
-                "stash, or set allow_dirty_start on the graph"
-            )
-    return CheckedStart(graph_id, name, queue_id, run_workdir, run_host)
+    tree_checked = _checks_tree_here(run_host, run_workdir)
+    if tree_checked:
+        require_work_tree(run_workdir)
+        if not allow_dirty_start:
+            state = worktree_state(run_workdir)
+            if not state.clean:
+                raise Refused(
+                    f"workdir {run_workdir} is dirty ({describe_dirty(state)}); commit or "
+                    "stash, or set allow_dirty_start on the graph"
+                )
+    return CheckedStart(graph_id, name, queue_id, run_workdir, run_host, tree_checked)
+
+
+def _checks_tree_here(host: str, workdir: str) -> bool:
+    """Whether the launch guard checks ``workdir``'s git tree on this machine: always for a
+    run on this host, and for a run on another host when the workdir is here too (that
+    host itself under another name, or a shared mount). Another host's workdir that is
+    not here is that host's worker's to check."""
+    return host == temporal_client.this_host() or os.path.exists(workdir)
 
 
 def _refuse_if_active(db: Session, graph: Graph) -> None:
@@ -213,6 +229,7 @@ def _record_run(store: Store, checked: CheckedStart) -> PreparedRun:
                 queue_id=checked.queue_id,
                 workdir=checked.workdir,
                 agents_task_queue=temporal_client.agents_task_queue(checked.host),
+                continued=not checked.tree_checked,  # then the host guards the first spec
             ).model_copy(update=run_tuning()),
             workflow_id=run.workflow_id,
             number=number,

@@ -82,6 +82,9 @@ class Graph(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     name: Mapped[str] = mapped_column(String(400))
     workdir: Mapped[str | None] = mapped_column(String(4096), nullable=True)
+    host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    """The machine holding the workdir (its ``CANOPY_HOST``), where runs go by default;
+    none: the machine that starts the run."""
     allow_dirty_start: Mapped[bool] = mapped_column(Boolean, default=False)
     nodes: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     ensembles: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

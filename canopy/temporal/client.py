@@ -14,7 +14,7 @@ import socket
 from typing import TYPE_CHECKING
 
 from canopy.errors import Refused
-from canopy.limits import clean_path_safe_name
+from canopy.limits import HOST_MAX_LENGTH, clean_path_safe_name
 from canopy.temporal import devserver
 
 if TYPE_CHECKING:
@@ -31,8 +31,6 @@ AGENTS_TASK_QUEUE_PREFIX = "canopy-agents@"
 """Per-host queue prefix: agent, command, hook and git activities run where the workdir is."""
 
 HOST_VARIABLE = "CANOPY_HOST"
-HOST_MAX_LENGTH = 255
-"""A host name is stored with each session (``sessions.host``, 255 characters)."""
 
 
 def this_host() -> str:
@@ -61,6 +59,16 @@ def configured_address() -> str | None:
     """The address the connection settings name, or ``None`` when they name none (then
     Canopy uses the embedded dev server, which ``canopy up`` and ``down`` manage)."""
     return _settings().get("target_host")
+
+
+def address_source() -> str:
+    """Which setting named :func:`configured_address`, as the user would look for it:
+    ``TEMPORAL_ADDRESS`` (it overrides any profile), else ``temporal.toml profile NAME``."""
+    from temporalio.envconfig import ClientConfigProfile
+
+    if ClientConfigProfile.load(disable_file=True).address:
+        return "TEMPORAL_ADDRESS"
+    return f"temporal.toml profile {os.environ.get('TEMPORAL_PROFILE') or 'default'}"
 
 
 def address() -> str:

@@ -139,11 +139,8 @@ def up(
     if server_managed():
         server = devserver.start(port, ui_port)
     else:
-        server = {
-            "external": True,
-            "address": temporal_client.address(),
-            "search_attributes": asyncio.run(_register_search_attributes()),
-        }
+        server = _external_server()
+        server["search_attributes"] = asyncio.run(_register_search_attributes())
     return {"server": server, "worker": _ensure_worker(timeout)}
 
 
@@ -169,8 +166,16 @@ def down(timeout: float = STOP_TIMEOUT) -> dict[str, Any]:
         forced = pid is not None and devserver.terminate(pid, WORKER_MODULE, timeout)
         pid_file().unlink(missing_ok=True)
     worker = {"stopped": pid is not None, "pid": pid, "forced": forced}
-    if server_managed():
-        server = devserver.stop()
-    else:
-        server = {"external": True, "address": temporal_client.address()}
+    server = devserver.stop() if server_managed() else _external_server()
     return {"worker": worker, "server": server}
+
+
+def _external_server() -> dict[str, Any]:
+    """The server the connection settings name, which up and down leave alone: its
+    address and the setting that named it (``TEMPORAL_ADDRESS``, a ``temporal.toml``
+    profile)."""
+    return {
+        "external": True,
+        "address": temporal_client.address(),
+        "source": temporal_client.address_source(),
+    }
