@@ -11,7 +11,7 @@ line ``canopy --help`` shows for it (:data:`COMMANDS`); ``canopy spec get`` impo
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -103,11 +103,32 @@ app = typer.Typer(
     cls=LazyRoot,
     help="Run AI coding agents unattended over a backlog of specs, on Temporal.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
+"""The root. Typer's completion options (``--install-completion``, ``--show-completion``)
+are on: completing a command's options goes through :meth:`LazyRoot.resolve_command`,
+which loads just that command, and completing command names needs only the stand-ins."""
+
+
+def _print_version(asked: bool) -> None:
+    """``--version``: print ``canopy <version>`` and stop before any command runs."""
+    if asked:
+        from canopy.version import canopy_version  # reading package metadata costs ~10 ms
+
+        print(f"canopy {canopy_version()}")
+        raise typer.Exit()
 
 
 @app.callback()
-def root() -> None:
-    """Does nothing itself: the callback makes typer build the root as a group."""
+def root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the installed version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Takes only ``--version``: the callback makes typer build the root as a group."""

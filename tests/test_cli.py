@@ -1,5 +1,6 @@
 """The CLI as users run it: subprocesses against a temporary ``CANOPY_HOME``."""
 
+import importlib.metadata
 import json
 import re
 import sqlite3
@@ -172,6 +173,25 @@ def test_ambiguous_prefix_lists_candidates(home: Path) -> None:
 def test_usage_errors_exit_2(home: Path) -> None:
     assert run_canopy(home, "spec", "bogus").code == 2
     assert run_canopy(home, "spec", "create").code == 2
+
+
+def test_version(home: Path) -> None:
+    result = ok(run_canopy(home, "--version"))
+    assert result.stdout == f"canopy {importlib.metadata.version('canopy')}\n"
+    assert not COMMAND_MODULES & modules_loaded(home, "--version")
+
+
+def test_shell_completion_completes_commands_and_a_lazy_commands_options(home: Path) -> None:
+    def complete(words: str) -> list[str]:
+        """What bash completion offers for the last of ``words``."""
+        cword = str(len(words.split()) - 1)
+        env = {"_CANOPY_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": cword}
+        return ok(run_canopy(home, env=env)).stdout.split()
+
+    assert complete("canopy que") == ["queue"]
+    assert "set-status" in complete("canopy spec s")
+    assert complete("canopy spec list --") == ["--workdir", "--status", "--json", "--help"]
+    assert "--install-completion" in ok(run_canopy(home, "--help")).stdout
 
 
 def modules_loaded(home: Path, *args: str) -> set[str]:
