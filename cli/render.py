@@ -1,7 +1,9 @@
 """Printing conventions shared by every command (no typer import: the fast lane uses it).
 
 ``--json`` prints machine output on stdout; human output uses rich tables. Refusals are
-one line on stderr and exit code 1 (usage errors are typer's exit 2).
+one line on stderr and exit code 1 (usage errors are typer's exit 2); with ``--json``
+they are also a JSON object ``{"error": …}`` on stdout, so a script reading stdout never
+has to parse the text.
 
 Human output shows what users and agents typed, and what a store written by an older
 Canopy still holds: names with escape sequences, NULs, lone surrogates. Every human
@@ -107,6 +109,16 @@ def spinner(text: str) -> AbstractContextManager[Any]:
     return Console(stderr=True).status(Text(printable(text)))
 
 
-def refuse(message: str) -> None:
-    """Print a refusal as one line on stderr (the caller exits 1)."""
+def json_requested(args: Sequence[str]) -> bool:
+    """Whether the command line asks for ``--json`` (before any ``--``), read from the raw
+    arguments so that a refusal raised before or while parsing them is answered in JSON."""
+    options = args[: args.index("--")] if "--" in args else args
+    return "--json" in options
+
+
+def refuse(message: str, as_json: bool = False) -> None:
+    """Print a refusal as one line on stderr (the caller exits 1 or 2); with ``as_json``
+    also as ``{"error": message}`` on stdout."""
+    if as_json:
+        print_json({"error": message})
     sys.stderr.write(f"error: {printable(message)}\n")
