@@ -3,7 +3,8 @@
 ``--json`` prints machine output on stdout; human output uses rich tables. Refusals are
 one line on stderr and exit code 1 (usage errors are typer's exit 2); with ``--json``
 they are also a JSON object ``{"error": …}`` on stdout, so a script reading stdout never
-has to parse the text.
+has to parse the text. Tables printed to a pipe or file are as wide as their cells:
+cutting ids down to the width of a terminal that is not there would lose them.
 
 Human output shows what users and agents typed, and what a store written by an older
 Canopy still holds: names with escape sequences, NULs, lone surrogates. Every human
@@ -34,6 +35,9 @@ _UNPRINTABLE = f"[{_ACTED_ON}]"
 _UNPRINTABLE_IN_LINE = f"[{_ACTED_ON}\t\n]"
 """The same plus tab and newline, for text that must stay on one line."""
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+_UNBOUNDED_WIDTH = 1_000_000
+"""The width tables are laid out in when stdout is not a terminal: rich sizes a table to
+its cells, so this only stops it from cutting them (``graph-ms5…``) to fit 80 columns."""
 
 
 def _escape(found: re.Match[str]) -> str:
@@ -73,11 +77,15 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
     """Render a rich table on stdout; an empty table prints a short '(none)' line instead.
 
     Cells and the title are one-line fields: :func:`printable` escapes their newlines too.
+    On a terminal the table fits its width (rich wraps or cuts long cells); elsewhere every
+    cell is printed whole.
     """
     from rich.console import Console
     from rich.table import Table
 
     console = Console(markup=False, emoji=False)
+    if not console.is_terminal:  # a pipe or a file: no width to fit, so cut nothing
+        console.width = _UNBOUNDED_WIDTH
     shown_title = printable(title) if title else None
     if not rows:
         console.print(f"{shown_title + ': ' if shown_title else ''}(none)")

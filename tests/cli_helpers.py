@@ -24,7 +24,7 @@ class Result:
 def canopy_env(home: Path, **extra: str) -> dict[str, str]:
     """The environment for a CLI subprocess: our home, no inherited store or server."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CANOPY_", "TEMPORAL_"))}
-    env.update(CANOPY_HOME=str(home), COLUMNS="200", **extra)
+    env.update({"CANOPY_HOME": str(home), "COLUMNS": "200", **extra})
     return env
 
 

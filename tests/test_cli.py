@@ -215,6 +215,17 @@ def test_shell_completion_completes_commands_and_a_lazy_commands_options(home: P
     assert "--install-completion" in ok(run_canopy(home, "--help")).stdout
 
 
+def test_tables_are_not_cut_to_a_width_when_piped(home: Path) -> None:
+    name = "a spec name long enough that an 80 column table would have to wrap or cut it"
+    spec = create_spec(home, name, "--workdir", "/a/workdir/path/deep/enough/to/be/cut/as/well")
+    for result in (
+        on_fast_lane(home, "spec", "list", env={"COLUMNS": "40"}),
+        on_full_path(home, "spec", "list", env={"COLUMNS": "40"}),
+    ):
+        row = next(line for line in ok(result).stdout.splitlines() if spec in line)
+        assert name in row and "/a/workdir/path/deep/enough/to/be/cut/as/well" in row
+
+
 def modules_loaded(home: Path, *args: str) -> set[str]:
     """Every module in ``sys.modules`` once ``canopy ARGS`` has run in a fresh interpreter.
 
