@@ -20,12 +20,15 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from contextlib import AbstractContextManager
     from typing import Any
+
+    from rich.text import Text
 
 _ACTED_ON = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
 """What a terminal would act on rather than show: C0 but tab and newline, DEL, C1, the
@@ -108,13 +111,38 @@ def print_block(text: str) -> None:
     sys.stdout.write(printable(text, multiline=True) + "\n")
 
 
-def spinner(text: str) -> AbstractContextManager[Any]:
-    """A status spinner on stderr (shown only on a terminal), its text escaped."""
+def spinner(text: str | Callable[[], str]) -> AbstractContextManager[Any]:
+    """A status line on stderr while a command waits, shown only on a terminal (piped or
+    redirected, nothing): a spinner, ``text`` escaped, and the time elapsed. A function
+    is asked for the text at every refresh, so the line can follow what is waited for."""
     from rich.console import Console
-    from rich.text import Text
 
-    # A str status would be parsed as markup whatever the console says; Text is not.
-    return Console(stderr=True).status(Text(printable(text)))
+    return Console(stderr=True).status(_Status(text))
+
+
+class _Status:
+    """The text of a :func:`spinner`, rendered afresh at each refresh."""
+
+    def __init__(self, text: str | Callable[[], str]) -> None:
+        self.text = text
+        self.started = time.monotonic()
+
+    def __rich__(self) -> Text:
+        # A str status would be parsed as markup whatever the console says; Text is not.
+        from rich.text import Text
+
+        text = self.text() if callable(self.text) else self.text
+        return Text(f"{printable(text)} ({elapsed(time.monotonic() - self.started)})")
+
+
+def elapsed(seconds: float) -> str:
+    """A duration as people read it on a status line: ``7s``, ``2m05s``, ``1h02m``."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 def json_requested(args: Sequence[str]) -> bool:

@@ -24,6 +24,7 @@ from canopy.errors import Refused
 from canopy.paths import canopy_home
 from canopy.temporal import client as temporal_client
 from canopy.temporal import devserver
+from canopy.temporal.devserver import Stage
 
 WORKER_MODULE = "canopy.worker"
 """Run as ``python -m canopy.worker``; also the argument that identifies worker processes."""
@@ -112,13 +113,15 @@ async def _ping(pid: int, timeout: float) -> str:
     return reply
 
 
-def _ensure_worker(timeout: float) -> dict[str, Any]:
+def _ensure_worker(timeout: float, stage: Stage) -> dict[str, Any]:
     """Start the worker unless it runs, then prove it serves with a ping."""
     with devserver.exclusive("worker"):
         pid = worker_pid()
         started = pid is None
         if pid is None:
+            stage("starting the worker")
             pid = _spawn_worker()
+        stage(f"waiting for the worker (pid {pid}) to answer a ping")
         try:
             reply = asyncio.run(_ping(pid, timeout))
         except Refused:
@@ -133,13 +136,17 @@ def up(
     port: int = devserver.DEFAULT_PORT,
     ui_port: int = devserver.DEFAULT_UI_PORT,
     timeout: float = READY_TIMEOUT,
+    stage: Stage = devserver.quietly,
 ) -> dict[str, Any]:
-    """Bring server (if managed) and worker up; return what was started and where."""
+    """Bring server (if managed) and worker up; return what was started and where.
+
+    ``stage`` hears what is being started or waited for, as it begins (``canopy up``
+    shows it on a terminal: starting everything can take ten seconds)."""
     if server_managed():
-        server = devserver.start(port, ui_port)
+        server = devserver.start(port, ui_port, stage=stage)
     else:
         server = {"external": True, "address": temporal_client.address()}
-    return {"server": server, "worker": _ensure_worker(timeout)}
+    return {"server": server, "worker": _ensure_worker(timeout, stage)}
 
 
 def down(timeout: float = STOP_TIMEOUT) -> dict[str, Any]:
