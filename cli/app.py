@@ -10,13 +10,19 @@ line ``canopy --help`` shows for it (:data:`COMMANDS`); ``canopy spec get`` impo
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer._click.exceptions import ClickException  # typer's own copy of click
 from typer.core import TyperCommand, TyperGroup
 
+from canopy.cli.render import json_requested, print_json
+
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from typer._click import Command, Context  # typer's own copy of click, not click
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -102,17 +108,70 @@ class LazyRoot(TyperGroup):
             command = self.commands[name] = load_command(name)
         return name, command, rest
 
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: Context | None = None, **extra: Any
+    ) -> Context:
+        """The root's context; a usage error in the root's own arguments is also JSON when
+        they ask for ``--json``, which :meth:`invoke` learns from the context."""
+        as_json = json_requested(args)
+        with _usage_errors_as_json(as_json):
+            ctx = super().make_context(info_name, args, parent, **extra)
+        ctx.meta[_JSON_KEY] = as_json
+        return ctx
+
+    def invoke(self, ctx: Context) -> Any:
+        """Run the command; its usage errors (typer's exit 2) are also JSON with ``--json``."""
+        with _usage_errors_as_json(ctx.meta.get(_JSON_KEY, False)):
+            return super().invoke(ctx)
+
+
+_JSON_KEY = "canopy.json"
+"""Where the root's context records whether the command line asked for ``--json``."""
+
+
+@contextmanager
+def _usage_errors_as_json(as_json: bool) -> Iterator[None]:
+    """Print a usage error as ``{"error": …}`` on stdout when ``--json`` was asked for, then
+    let it go on to typer, which shows its usual box on stderr and exits 2."""
+    try:
+        yield
+    except ClickException as error:
+        if as_json:
+            print_json({"error": error.format_message()})
+        raise
+
 
 app = typer.Typer(
     name="canopy",
     cls=LazyRoot,
     help="Run AI coding agents unattended over a backlog of specs, on Temporal.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
+"""The root. Typer's completion options (``--install-completion``, ``--show-completion``)
+are on: completing a command's options goes through :meth:`LazyRoot.resolve_command`,
+which loads just that command, and completing command names needs only the stand-ins."""
+
+
+def _print_version(asked: bool) -> None:
+    """``--version``: print ``canopy <version>`` and stop before any command runs."""
+    if asked:
+        from canopy.version import canopy_version  # reading package metadata costs ~10 ms
+
+        print(f"canopy {canopy_version()}")
+        raise typer.Exit()
 
 
 @app.callback()
-def root() -> None:
-    """Does nothing itself: the callback makes typer build the root as a group."""
+def root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the installed version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Takes only ``--version``: the callback makes typer build the root as a group."""

@@ -6,19 +6,22 @@ app, which loads only the command it runs. Whatever happens, a
 failed command prints one line on stderr and exits 1: a refusal from any operation as
 ``error: <reason>``, anything else (a bug, the store refusing a racing write) as the one
 line :func:`canopy.errors.unexpected_error_line` makes of it, with the traceback only
-when ``CANOPY_DEBUG=1`` asks for it.
+when ``CANOPY_DEBUG=1`` asks for it. With ``--json`` the same line is also printed as
+``{"error": …}`` on stdout (:func:`canopy.cli.render.refuse`), for the fast lane and typer
+alike; typer's usage errors too (:class:`canopy.cli.app.LazyRoot`).
 """
 
 import os
 import sys
 
-from canopy.cli.render import refuse
+from canopy.cli.render import json_requested, refuse
 from canopy.errors import Refused, debug_requested, unexpected_error_line
 from canopy.limits import text_problem
 
 
 def run(args: list[str]) -> int:
     """Run one command; its exit code."""
+    as_json = json_requested(args)
     try:
         _check_arguments(args)
         from canopy.cli import fastlane
@@ -32,14 +35,14 @@ def run(args: list[str]) -> int:
         code = exit_request.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except Refused as refusal:
-        refuse(str(refusal))
+        refuse(str(refusal), as_json)
         return 1
     except Exception as error:  # the last resort: one line, never a traceback
         if debug_requested():
             import traceback  # only here: loading it costs every command a few ms
 
             traceback.print_exc()
-        refuse(unexpected_error_line(error))
+        refuse(unexpected_error_line(error), as_json)
         return 1
     return 0
 

@@ -4,9 +4,10 @@ Eight tools, each with an ``action`` argument that selects the verb and flat, ty
 arguments: ``spec``, ``spec_edit``, ``queue``, ``graph``, ``graph_edit``,
 ``graph_control``, ``session_list`` and ``session``. Every action calls the same
 operation as the CLI command it mirrors, so an agent gets the same validation and the
-same answers as a person: a result is the JSON ``canopy … --json`` prints, and a
-:class:`~canopy.errors.Refused` comes back as a tool error carrying the CLI's one-line
-message (without its ``error: `` prefix).
+same answers as a person: a result is the JSON ``canopy … --json`` prints (as text, and
+as ``structuredContent`` under ``result``), and a :class:`~canopy.errors.Refused` comes
+back as a tool error carrying the CLI's one-line message (without its ``error: ``
+prefix). :class:`CanopyMCP` holds the rest to the letter of the protocol.
 
 Each tool's actions are a table of :class:`Verb` rows. One dispatcher checks the arguments
 against the row, calls the operation and maps its answer, so the tools themselves are
@@ -25,7 +26,15 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.server.mcpserver.tools import Tool
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import Field, ValidationError
 
 from canopy.backlog.specformat import SECTION_NAMES
@@ -35,6 +44,7 @@ from canopy.ops import control, graphs, notifications, queues, runs, specs
 from canopy.ops import sessions as session_ops
 from canopy.statuses import SET_STATUS_ACTIONS, SPEC_STATUSES
 from canopy.store.engine import Store, open_store
+from canopy.version import canopy_version
 
 Args = dict[str, Any]
 """A tool call's arguments by parameter name, ``action`` included."""
@@ -55,6 +65,8 @@ class Verb:
     call: Call
     needs: tuple[str, ...] = ()
     takes: tuple[str, ...] = ()
+    returns: Literal["object", "array"] = "object"
+    """The JSON type of the answer (the tool's output schema lists its actions' types)."""
 
 
 @dataclass(frozen=True)
@@ -330,6 +342,7 @@ TOOLS: tuple[ToolDef, ...] = (
                 "Specs oldest first (short objects), filtered by workdir tag and/or status.",
                 lambda store, a: specs.spec_list(store, a["workdir"], a["status"]),
                 takes=("workdir", "status"),
+                returns="array",
             ),
             "get": Verb(
                 "One spec: body, parsed sections, bound graphs, queues.",
@@ -437,6 +450,7 @@ TOOLS: tuple[ToolDef, ...] = (
             "list": Verb(
                 "Every graph, oldest first, with status, blocker, counts and active run.",
                 lambda store, a: graphs.graph_list(store),
+                returns="array",
             ),
         },
         graph_tool,
@@ -617,8 +631,13 @@ async def _dispatch(tool: str, args: Args) -> CallToolResult:
         if debug_requested():
             traceback.print_exc()  # stderr: the host's log for this server, not the agent
         return _error(unexpected_error_line(error))
-    # The same serialisation as the CLI's --json (cli.render.print_json), minus the newline.
-    return CallToolResult(content=[TextContent(type="text", text=json.dumps(result, default=str))])
+    # The same serialisation as the CLI's --json (cli.render.print_json), minus the newline;
+    # the structured copy is that JSON read back, so the two cannot differ.
+    text = json.dumps(result, default=str)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content={"result": json.loads(text)},
+    )
 
 
 def _error(line: str) -> CallToolResult:
@@ -653,31 +672,67 @@ def _given(value: Any) -> bool:
 
 
 class CanopyMCP(MCPServer[Any]):
-    """MCPServer whose argument errors are one readable line naming the argument.
+    """The MCP server with Canopy's tools, held to the letter of the protocol.
 
-    The SDK reports arguments that fail the input schema (an unknown action, a list that
-    is not one) as a multi-line pydantic dump behind ``Error executing tool …``; agents
-    act better on the short form the CLI uses, such as
-    ``spec: unknown action 'fetch'; one of list, get, section``. Arguments the tool does
-    not have at all are refused too, rather than ignored.
+    - ``serverInfo.version`` is the package version.
+    - Only the tools capability is advertised: the SDK registers prompt and resource
+      handlers whether or not anything is behind them, and Canopy has neither; without
+      the handlers those methods answer "method not found", as the protocol asks of a
+      capability a server does not declare. The tool list never changes, so there is no
+      list-changed subscription either.
+    - An unknown tool is a JSON-RPC error (-32602, invalid params), not a tool result.
+    - Arguments are checked against the published input schema's JSON types before the
+      SDK's pydantic model sees them: pydantic would read ``"yes"`` as true and ``true``
+      as 1, and parse a string holding JSON into a list or object.
+    - Argument errors are one readable line naming the argument: the SDK reports schema
+      violations as a multi-line pydantic dump behind ``Error executing tool …``; agents
+      act better on the short form the CLI uses, such as
+      ``spec: unknown action 'fetch'; one of list, get, section``. Arguments the tool
+      does not have at all are refused too, rather than ignored.
     """
+
+    def __init__(self, tools: list[Tool]) -> None:
+        super().__init__(
+            name="canopy",
+            version=canopy_version(),
+            instructions=INSTRUCTIONS,
+            log_level="WARNING",
+            tools=tools,
+            subscriptions=False,
+        )
+        self.input_schemas = {tool.name: tool.parameters for tool in tools}
+        handlers = self._lowlevel_server._request_handlers  # no public way to drop them
+        for method in _UNSERVED_METHODS:
+            del handlers[method]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         tool = _BY_NAME.get(name)
-        if tool is not None:
-            _refuse_unknown_arguments(tool, arguments)
+        if tool is None:
+            known = ", ".join(_BY_NAME)
+            raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}; the tools are {known}")
+        _refuse_unknown_arguments(tool, arguments)
+        _refuse_wrong_types(tool, arguments, self.input_schemas[name])
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
             cause = error.__cause__
             # Only schema violations are reworded: a crash stays the SDK's generic error.
-            if tool is None or isinstance(error, UnexpectedToolError):
-                raise
-            if not isinstance(cause, ValidationError):
+            if isinstance(error, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
             raise ToolError(_argument_error(tool, cause)) from cause
+
+
+_UNSERVED_METHODS = (
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+)
+"""What the SDK would answer (with empty lists) although Canopy has no prompts or
+resources; their handlers are what make it advertise the capabilities."""
 
 
 def _refuse_unknown_arguments(tool: ToolDef, arguments: Mapping[str, Any]) -> None:
@@ -685,6 +740,63 @@ def _refuse_unknown_arguments(tool: ToolDef, arguments: Mapping[str, Any]) -> No
     unknown = sorted(set(arguments) - set(inspect.signature(tool.fn).parameters))
     if unknown:
         raise ToolError(f"{tool.name}: unknown argument {', '.join(unknown)}")
+
+
+def _refuse_wrong_types(tool: ToolDef, arguments: Mapping[str, Any], schema: Args) -> None:
+    """Refuse an argument whose JSON type the input schema does not allow (``null`` where
+    a value is needed, ``"yes"`` for a boolean, ``true`` for an integer), naming it."""
+    for name, value in arguments.items():
+        spec = schema["properties"][name]
+        arms = spec.get("anyOf", [spec])
+        if any(_json_type_fits(value, arm.get("type")) for arm in arms):
+            continue
+        choices = next((arm["enum"] for arm in arms if "enum" in arm), None)
+        if choices is not None:
+            wanted = f"one of {', '.join(choices)}"
+        else:
+            types = [arm["type"] for arm in arms if arm.get("type") not in (None, "null")]
+            wanted = " or ".join(_A_TYPE[json_type] for json_type in types)
+        raise ToolError(f"{tool.name}: argument {name} must be {wanted}, not {_shown(value)}")
+
+
+_A_TYPE = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "array": "an array",
+    "object": "an object",
+    "null": "null",
+}
+
+
+def _json_type_fits(value: Any, json_type: str | None) -> bool:
+    """Whether ``value`` (as JSON decoded it) is of the JSON Schema type ``json_type``
+    (``None``: any). ``true`` is a boolean only; ``2.0`` is an integer, as JSON Schema
+    counts integers by value."""
+    if json_type is None:
+        return True
+    if isinstance(value, bool):
+        return json_type == "boolean"
+    if isinstance(value, int):
+        return json_type in ("integer", "number")
+    if isinstance(value, float):
+        return json_type == "number" or (json_type == "integer" and value.is_integer())
+    python_type = _PYTHON_TYPES.get(json_type)
+    return python_type is not None and isinstance(value, python_type)
+
+
+_PYTHON_TYPES: dict[str, type] = {"string": str, "array": list, "object": dict, "null": type(None)}
+"""What JSON decodes the other JSON Schema types into."""
+
+
+def _shown(value: Any) -> str:
+    """A wrong value for a refusal: its JSON type, and the value itself if short."""
+    if value is None:
+        return "null"
+    kind = next(name for name in _A_TYPE if name != "null" and _json_type_fits(value, name))
+    text = json.dumps(value)
+    return f"{_A_TYPE[kind]} ({text})" if len(text) <= 40 else _A_TYPE[kind]
 
 
 def _argument_error(tool: ToolDef, error: ValidationError) -> str:
@@ -706,10 +818,71 @@ def _description(tool: ToolDef) -> str:
         lines.append(f"- {action}({', '.join(wants)}): {verb.doc}")
     lines += [
         "",
-        "[x] = optional. The result is the JSON `canopy … --json` prints; a refusal is a "
-        "tool error with the CLI's one-line reason, and nothing was written.",
+        "[x] = optional. The result is the JSON `canopy … --json` prints (structured: "
+        "under `result`); a refusal is a tool error with the CLI's one-line reason, and "
+        "nothing was written.",
     ]
     return "\n".join(lines)
+
+
+def _choices() -> dict[str, tuple[str, ...]]:
+    """The fixed values of the arguments that take one, by argument name: the input
+    schema lists them as an enum. The operations still check the value themselves, so a
+    value outside the list is refused with the CLI's message (a section name in another
+    case is read as the CLI reads it)."""
+    from canopy.platforms.registry import platform_names
+
+    return {
+        "status": SPEC_STATUSES,
+        "status_action": tuple(SET_STATUS_ACTIONS),
+        "section": SECTION_NAMES,
+        "mode": control.CONTINUE_MODES,
+        "platform": tuple(platform_names()),  # the built-in ones and the config file's
+    }
+
+
+def _with_choices(schema: Args, choices: Mapping[str, tuple[str, ...]]) -> Args:
+    """``schema`` with each fixed-value argument's string arm an enum of its values."""
+    for name, values in choices.items():
+        spec = schema["properties"].get(name)
+        if spec is None:
+            continue
+        for arm in spec.get("anyOf", [spec]):
+            if arm.get("type") == "string":
+                arm["enum"] = list(values)
+    return schema
+
+
+def _output_schema(tool: ToolDef) -> Args:
+    """The shape of the tool's results: ``{"result": …}``, the answer the text content
+    carries too (MCP wants an object; ``spec list`` answers an array)."""
+    kinds = sorted({verb.returns for verb in tool.verbs.values()})
+    result = {
+        "type": kinds[0] if len(kinds) == 1 else kinds,
+        "description": "The JSON `canopy … --json` prints for the same command.",
+    }
+    return {
+        "type": "object",
+        "properties": {"result": result},
+        "required": ["result"],
+        "additionalProperties": False,
+    }
+
+
+def _tool(tool: ToolDef, choices: Mapping[str, tuple[str, ...]]) -> Tool:
+    """The SDK's registration of one tool: schemas, description and hints."""
+    registered = Tool.from_function(
+        tool.fn,
+        name=tool.name,
+        description=_description(tool),
+        annotations=ToolAnnotations(
+            read_only_hint=tool.read_only, destructive_hint=not tool.read_only
+        ),
+    )
+    _with_choices(registered.parameters, choices)
+    # Read live by the SDK: published in tools/list, while _dispatch fills the content.
+    registered.fn_metadata.output_schema = _output_schema(tool)
+    return registered
 
 
 INSTRUCTIONS = (
@@ -723,17 +896,8 @@ INSTRUCTIONS = (
 
 def build_server() -> CanopyMCP:
     """A server with every Canopy tool registered (no transport attached yet)."""
-    server = CanopyMCP(name="canopy", instructions=INSTRUCTIONS, log_level="WARNING")
-    for tool in TOOLS:
-        server.add_tool(
-            tool.fn,
-            name=tool.name,
-            description=_description(tool),
-            annotations=ToolAnnotations(
-                read_only_hint=tool.read_only, destructive_hint=not tool.read_only
-            ),
-        )
-    return server
+    choices = _choices()
+    return CanopyMCP([_tool(tool, choices) for tool in TOOLS])
 
 
 def serve() -> None:

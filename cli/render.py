@@ -1,7 +1,10 @@
 """Printing conventions shared by every command (no typer import: the fast lane uses it).
 
 ``--json`` prints machine output on stdout; human output uses rich tables. Refusals are
-one line on stderr and exit code 1 (usage errors are typer's exit 2).
+one line on stderr and exit code 1 (usage errors are typer's exit 2); with ``--json``
+they are also a JSON object ``{"error": …}`` on stdout, so a script reading stdout never
+has to parse the text. Tables printed to a pipe or file are as wide as their cells:
+cutting ids down to the width of a terminal that is not there would lose them.
 
 Human output shows what users and agents typed, and what a store written by an older
 Canopy still holds: names with escape sequences, NULs, lone surrogates. Every human
@@ -17,12 +20,15 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from contextlib import AbstractContextManager
     from typing import Any
+
+    from rich.text import Text
 
 _ACTED_ON = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
 """What a terminal would act on rather than show: C0 but tab and newline, DEL, C1, the
@@ -32,6 +38,9 @@ _UNPRINTABLE = f"[{_ACTED_ON}]"
 _UNPRINTABLE_IN_LINE = f"[{_ACTED_ON}\t\n]"
 """The same plus tab and newline, for text that must stay on one line."""
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+_UNBOUNDED_WIDTH = 1_000_000
+"""The width tables are laid out in when stdout is not a terminal: rich sizes a table to
+its cells, so this only stops it from cutting them (``graph-ms5…``) to fit 80 columns."""
 
 
 def _escape(found: re.Match[str]) -> str:
@@ -71,11 +80,15 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
     """Render a rich table on stdout; an empty table prints a short '(none)' line instead.
 
     Cells and the title are one-line fields: :func:`printable` escapes their newlines too.
+    On a terminal the table fits its width (rich wraps or cuts long cells); elsewhere every
+    cell is printed whole.
     """
     from rich.console import Console
     from rich.table import Table
 
     console = Console(markup=False, emoji=False)
+    if not console.is_terminal:  # a pipe or a file: no width to fit, so cut nothing
+        console.width = _UNBOUNDED_WIDTH
     shown_title = printable(title) if title else None
     if not rows:
         console.print(f"{shown_title + ': ' if shown_title else ''}(none)")
@@ -98,15 +111,50 @@ def print_block(text: str) -> None:
     sys.stdout.write(printable(text, multiline=True) + "\n")
 
 
-def spinner(text: str) -> AbstractContextManager[Any]:
-    """A status spinner on stderr (shown only on a terminal), its text escaped."""
+def spinner(text: str | Callable[[], str]) -> AbstractContextManager[Any]:
+    """A status line on stderr while a command waits, shown only on a terminal (piped or
+    redirected, nothing): a spinner, ``text`` escaped, and the time elapsed. A function
+    is asked for the text at every refresh, so the line can follow what is waited for."""
     from rich.console import Console
-    from rich.text import Text
 
-    # A str status would be parsed as markup whatever the console says; Text is not.
-    return Console(stderr=True).status(Text(printable(text)))
+    return Console(stderr=True).status(_Status(text))
 
 
-def refuse(message: str) -> None:
-    """Print a refusal as one line on stderr (the caller exits 1)."""
+class _Status:
+    """The text of a :func:`spinner`, rendered afresh at each refresh."""
+
+    def __init__(self, text: str | Callable[[], str]) -> None:
+        self.text = text
+        self.started = time.monotonic()
+
+    def __rich__(self) -> Text:
+        # A str status would be parsed as markup whatever the console says; Text is not.
+        from rich.text import Text
+
+        text = self.text() if callable(self.text) else self.text
+        return Text(f"{printable(text)} ({elapsed(time.monotonic() - self.started)})")
+
+
+def elapsed(seconds: float) -> str:
+    """A duration as people read it on a status line: ``7s``, ``2m05s``, ``1h02m``."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def json_requested(args: Sequence[str]) -> bool:
+    """Whether the command line asks for ``--json`` (before any ``--``), read from the raw
+    arguments so that a refusal raised before or while parsing them is answered in JSON."""
+    options = args[: args.index("--")] if "--" in args else args
+    return "--json" in options
+
+
+def refuse(message: str, as_json: bool = False) -> None:
+    """Print a refusal as one line on stderr (the caller exits 1 or 2); with ``as_json``
+    also as ``{"error": message}`` on stdout."""
+    if as_json:
+        print_json({"error": message})
     sys.stderr.write(f"error: {printable(message)}\n")

@@ -1,15 +1,16 @@
 """``canopy graph run`` and ``canopy graph wait``: starting runs and waiting for them."""
 
 import asyncio
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from canopy.cli.options import JsonFlag
-from canopy.cli.render import emit, print_line, spinner
+from canopy.cli.render import elapsed, emit, print_line, spinner
 from canopy.limits import WAIT_SECONDS, check_range
 from canopy.ops import runs
 from canopy.store.engine import open_store
+from canopy.timefmt import as_utc, utcnow
 
 
 def run(
@@ -48,8 +49,13 @@ def wait(
 ) -> None:
     """Block until the graph is no longer running; print how it settled."""
     check_range(timeout, WAIT_SECONDS, "--timeout")
-    with spinner(f"waiting for {graph} to settle…"):
-        result = asyncio.run(runs.wait_until_settled(open_store(), graph, timeout))
+    in_flight: dict[str, dict[str, Any] | None] = {"node": None}
+
+    def watch(node: dict[str, Any] | None) -> None:
+        in_flight["node"] = node
+
+    with spinner(lambda: _waiting_for(graph, in_flight["node"])):
+        result = asyncio.run(runs.wait_until_settled(open_store(), graph, timeout, watch))
 
     def human() -> None:
         blocker = result["blocker"]
@@ -58,6 +64,15 @@ def wait(
             print_line(f"blocker: {blocker.get('message', blocker)}")
 
     emit(result, as_json, human)
+
+
+def _waiting_for(graph: str, node: dict[str, Any] | None) -> str:
+    """The status line of ``graph wait``: the spec and node running, and for how long."""
+    if node is None:
+        return f"waiting for {graph} to settle…"
+    spec = f"{node['spec_name']} ({node['spec_id']})" if node["spec_name"] else node["spec_id"]
+    running = elapsed((utcnow() - as_utc(node["started_at"])).total_seconds())
+    return f"{graph}: spec {spec}, node {node['node']} running for {running}; waiting"
 
 
 def register(graph_app: typer.Typer) -> None:

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from canopy.cli.options import JsonFlag
-from canopy.cli.render import emit, print_line
+from canopy.cli.render import emit, print_line, spinner
 from canopy.temporal import daemon, devserver
 
 PortOption = Annotated[
@@ -88,7 +88,9 @@ def up(
     json: JsonFlag = False,
 ) -> None:
     """Start the dev server (if needed) and the worker in the background; wait until serving."""
-    info = daemon.up(port, ui_port)
+    stages = ["checking what already runs"]
+    with spinner(lambda: stages[-1]):
+        info = daemon.up(port, ui_port, stage=stages.append)
 
     def human() -> None:
         server, worker = info["server"], info["worker"]

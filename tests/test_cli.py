@@ -1,5 +1,6 @@
 """The CLI as users run it: subprocesses against a temporary ``CANOPY_HOME``."""
 
+import importlib.metadata
 import json
 import re
 import sqlite3
@@ -174,6 +175,57 @@ def test_usage_errors_exit_2(home: Path) -> None:
     assert run_canopy(home, "spec", "create").code == 2
 
 
+def test_with_json_a_refusal_is_also_an_error_object_on_stdout(home: Path) -> None:
+    """On the fast lane, on the full path and for typer's usage errors alike."""
+    create_spec(home, "alpha")  # the store exists, so the fast lane serves spec get
+    for result in (
+        on_fast_lane(home, "spec", "get", "zzz", "--json"),
+        on_full_path(home, "spec", "get", "zzz", "--json"),
+    ):
+        assert refused(result) == "error: no spec matches 'zzz'"
+        assert result.json() == {"error": "no spec matches 'zzz'"}
+    assert run_canopy(home, "spec", "get", "zzz").stdout == ""  # without --json: stderr only
+    for args, message in (
+        (["spec", "create", "--json"], "Missing option '--name'."),
+        (["spec", "bogus", "--json"], "No such command 'bogus'."),
+        (["--bogus", "--json"], "No such option: --bogus"),
+    ):
+        result = run_canopy(home, *args)
+        assert result.code == 2, args
+        assert result.json() == {"error": message}
+        assert message in result.stderr  # typer's usage box, as without --json
+
+
+def test_version(home: Path) -> None:
+    result = ok(run_canopy(home, "--version"))
+    assert result.stdout == f"canopy {importlib.metadata.version('canopy')}\n"
+    assert not COMMAND_MODULES & modules_loaded(home, "--version")
+
+
+def test_shell_completion_completes_commands_and_a_lazy_commands_options(home: Path) -> None:
+    def complete(words: str) -> list[str]:
+        """What bash completion offers for the last of ``words``."""
+        cword = str(len(words.split()) - 1)
+        env = {"_CANOPY_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": cword}
+        return ok(run_canopy(home, env=env)).stdout.split()
+
+    assert complete("canopy que") == ["queue"]
+    assert "set-status" in complete("canopy spec s")
+    assert complete("canopy spec list --") == ["--workdir", "--status", "--json", "--help"]
+    assert "--install-completion" in ok(run_canopy(home, "--help")).stdout
+
+
+def test_tables_are_not_cut_to_a_width_when_piped(home: Path) -> None:
+    name = "a spec name long enough that an 80 column table would have to wrap or cut it"
+    spec = create_spec(home, name, "--workdir", "/a/workdir/path/deep/enough/to/be/cut/as/well")
+    for result in (
+        on_fast_lane(home, "spec", "list", env={"COLUMNS": "40"}),
+        on_full_path(home, "spec", "list", env={"COLUMNS": "40"}),
+    ):
+        row = next(line for line in ok(result).stdout.splitlines() if spec in line)
+        assert name in row and "/a/workdir/path/deep/enough/to/be/cut/as/well" in row
+
+
 def modules_loaded(home: Path, *args: str) -> set[str]:
     """Every module in ``sys.modules`` once ``canopy ARGS`` has run in a fresh interpreter.
 
@@ -222,10 +274,12 @@ def test_a_command_loads_only_its_own_module(home: Path) -> None:
     assert "textual" not in loaded  # only `canopy tui` loads the TUI
 
 
-def on_fast_lane(home: Path, *args: str, stdin: str | None = None) -> Result:
+def on_fast_lane(
+    home: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> Result:
     """``canopy ARGS``, asserting the fast lane served it: no typer, SQLAlchemy, SDK or
     jinja2, and no pydantic but for ``graph info``, which builds the typed GraphInfo."""
-    result = run_canopy(home, *args, stdin=stdin, python_flags=("-X", "importtime"))
+    result = run_canopy(home, *args, stdin=stdin, python_flags=("-X", "importtime"), env=env)
     unwanted = {"typer", "sqlalchemy", "temporalio", "jinja2", "textual"}
     if list(args[:2]) != ["graph", "info"]:
         unwanted.add("pydantic")
@@ -236,11 +290,13 @@ def on_fast_lane(home: Path, *args: str, stdin: str | None = None) -> Result:
     return result
 
 
-def on_full_path(home: Path, *args: str, stdin: str | None = None) -> Result:
+def on_full_path(
+    home: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> Result:
     """``canopy ARGS`` through typer and SQLAlchemy: a ``CANOPY_DB_URL`` naming the same
     SQLite file turns the fast lane off."""
     url = f"sqlite:///{home / 'canopy.db'}"
-    return run_canopy(home, *args, stdin=stdin, env={"CANOPY_DB_URL": url})
+    return run_canopy(home, *args, stdin=stdin, env={"CANOPY_DB_URL": url, **(env or {})})
 
 
 def test_fast_lane_answers_exactly_like_the_full_cli(home: Path) -> None:
@@ -262,6 +318,7 @@ def test_fast_lane_answers_exactly_like_the_full_cli(home: Path) -> None:
         ["spec", "get", a, "--json"],
         ["spec", "get", a[:8]],
         ["spec", "get", "spec-"],
+        ["spec", "get", "spec-", "--json"],
         ["spec", "section", a, "goal"],
         ["spec", "section", a, "goal", "--json"],
         ["spec", "section", a, "notes"],
@@ -281,6 +338,7 @@ def test_fast_lane_answers_exactly_like_the_full_cli(home: Path) -> None:
         ["graph", "info", graph["id"], "--json"],
         ["graph", "info", "build"],
         ["graph", "info", "nope"],
+        ["graph", "info", "nope", "--json"],
         ["notifications", "--json"],
         ["notifications", "--limit", "1"],
         ["notifications", "--limit=0"],

@@ -24,6 +24,7 @@ import pytest
 from canopy.temporal import client as temporal_client
 from canopy.temporal import daemon, devserver
 from canopy.workflows.ping import PingWorkflow
+from tests.cli_helpers import Terminal
 from tests.conftest import without_temporal_settings
 from tests.daemons import free_ports, stop_recorded_daemons
 
@@ -188,7 +189,15 @@ def test_start_refuses_a_port_in_use(home: Path) -> None:
 def test_up_serves_ping_and_down_stops_everything(home: Path) -> None:
     port, ui_port = free_ports(2)
 
-    up = canopy_json(home, "up", "--port", str(port), "--ui-port", str(ui_port))
+    argv = [sys.executable, "-m", "canopy.cli.main", "up", "--port", str(port)]
+    watched = Terminal([*argv, "--ui-port", str(ui_port), "--json"], cli_env(home)).finish()
+    assert watched.code == 0, watched.stderr
+    up = json.loads(watched.stdout)
+    # on a terminal, what it is starting and waiting for, with the time elapsed
+    assert f"starting the Temporal dev server on port {port} (" in watched.stderr
+    assert f"waiting for the worker (pid {up['worker']['pid']}) to answer a ping (" in (
+        watched.stderr
+    )
     assert up["server"]["started"] is True
     assert up["server"]["port"] == port
     assert up["worker"]["started"] is True
@@ -202,7 +211,9 @@ def test_up_serves_ping_and_down_stops_everything(home: Path) -> None:
         "log_file": str(home / "logs" / "worker.log"),
     }
 
-    again = canopy_json(home, "up", "--port", str(port), "--ui-port", str(ui_port))
+    piped = canopy(home, "up", "--port", str(port), "--ui-port", str(ui_port), "--json")
+    assert piped.stderr == ""  # nobody to show progress to
+    again = json.loads(piped.stdout)
     assert again["server"]["started"] is False
     assert (again["worker"]["started"], again["worker"]["pid"]) == (False, worker_pid)
 

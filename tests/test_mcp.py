@@ -9,21 +9,28 @@ commands call ``asyncio.run``, which needs a thread without a running loop).
 """
 
 import asyncio
+import importlib.metadata
 import inspect
 import json
+import select
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 from temporalio.client import Client as TemporalClient
 
+from canopy.backlog.specformat import SECTION_NAMES
 from canopy.cli import main
 from canopy.cli.mcp_server import TOOLS, build_server
+from canopy.statuses import SPEC_STATUSES
 from canopy.store.engine import Store
+from tests.cli_helpers import canopy_env
 from tests.conftest import body
 from tests.engine import eventually, node_run_of
 
@@ -459,7 +466,23 @@ ARGUMENT_ERRORS: list[tuple[str, dict[str, Any], str]] = [
     ("spec_edit", {"action": "delete", "spec_id": "x", "clear_workdir": True},
      "spec_edit: action 'delete' does not take clear_workdir"),
     ("queue", {"action": "reorder", "queue_id": "q", "order": "a b"},
-     "queue: argument order: Input should be a valid list"),
+     'queue: argument order must be an array, not a string ("a b")'),
+    ("queue", {"action": "reorder", "queue_id": "q", "order": '["a"]'},
+     'queue: argument order must be an array, not a string ("[\\"a\\"]")'),
+    ("queue", {"action": "reorder", "queue_id": "q", "order": ["a", 1]},
+     "queue: argument order.1: Input should be a valid string"),
+    ("spec", {"action": None}, "spec: argument action must be one of list, get, section, not null"),
+    ("spec", {"action": "list", "status": 3},
+     "spec: argument status must be one of pending, in_progress, completed, failed, skipped, "
+     "not an integer (3)"),
+    ("session_list", {"action": "list", "include_finished": "yes"},
+     'session_list: argument include_finished must be a boolean, not a string ("yes")'),
+    ("session_list", {"action": "list", "include_finished": None},
+     "session_list: argument include_finished must be a boolean, not null"),
+    ("session", {"action": "notifications", "limit": True},
+     "session: argument limit must be an integer, not a boolean (true)"),
+    ("session", {"action": "notifications", "limit": 1.5},
+     "session: argument limit must be an integer, not a number (1.5)"),
     ("queue", {"action": "set_group", "queue_id": "q", "spec_id": "s"},
      "queue: action 'set_group' needs exactly one of group or clear_group"),
     ("queue", {"action": "set_group", "queue_id": "q", "spec_id": "s", "group": "g",
@@ -469,7 +492,9 @@ ARGUMENT_ERRORS: list[tuple[str, dict[str, Any], str]] = [
     ("graph_edit", {"action": "update", "graph_id": "g"},
      "graph_edit: action 'update' needs definition"),
     ("graph_edit", {"action": "create", "definition": "[1]"},
-     "graph_edit: argument definition: Input should be a valid dictionary"),
+     'graph_edit: argument definition must be an object, not a string ("[1]")'),
+    ("graph_edit", {"action": "create", "definition": [1]},
+     "graph_edit: argument definition must be an object, not an array ([1])"),
     ("graph_control", {"action": "pause", "graph_id": "g", "mode": "recheck"},
      "graph_control: action 'pause' does not take mode"),
     ("graph_control", {"action": "run"}, "graph_control: action 'run' needs graph_id"),
@@ -595,6 +620,156 @@ async def test_canopy_mcp_serves_over_stdio(tmp_path: Path) -> None:
         ]
         assert await refused(client, "spec", action="get", spec_id="zzz") == "no spec matches 'zzz'"
         assert await ok(client, "session_list", action="list") == {"sessions": []}
+
+
+class RawClient:
+    """``canopy mcp`` driven with hand-written JSON-RPC lines over its stdio, as a client
+    without the SDK (or the MCP inspector) speaks to it: nothing smooths the answers."""
+
+    def __init__(self, home: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "canopy.cli.main", "mcp"],
+            env={**canopy_env(home)},
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.next_id = 0
+        self.initialized: dict[str, Any] = {}
+        """The server's answer to ``initialize``."""
+
+    def notify(self, method: str) -> None:
+        self._send({"jsonrpc": "2.0", "method": method})
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The response to one request (its ``result`` or ``error`` member and the id)."""
+        self.next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self._send(message)
+        assert self.process.stdout is not None
+        while True:  # notifications (logging, progress) may come first
+            ready, _, _ = select.select([self.process.stdout], [], [], 60)
+            assert ready, f"no answer to {method} within 60 s"
+            answer: dict[str, Any] = json.loads(self.process.stdout.readline())
+            if answer.get("id") == self.next_id:
+                return answer
+
+    def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        """A ``tools/call`` response."""
+        return self.request("tools/call", {"name": tool, "arguments": arguments})
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message) + "\n")
+        self.process.stdin.flush()
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+@pytest.fixture
+def raw(tmp_path: Path) -> Iterator[RawClient]:
+    """An initialized raw connection to a fresh ``canopy mcp``; its initialize result is
+    ``raw.initialized``."""
+    client = RawClient(tmp_path / "home")
+    try:
+        client.initialized = client.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        )["result"]
+        client.notify("notifications/initialized")
+        yield client
+    finally:
+        client.close()
+
+
+def test_raw_handshake_names_the_version_and_only_the_tools_capability(raw: RawClient) -> None:
+    info = raw.initialized["serverInfo"]
+    assert (info["name"], info["version"]) == ("canopy", importlib.metadata.version("canopy"))
+    assert raw.initialized["capabilities"] == {"tools": {"listChanged": False}}
+    for method in ("prompts/list", "resources/list", "resources/templates/list"):
+        assert raw.request(method)["error"]["code"] == -32601, method  # method not found
+
+
+def test_raw_unknown_tool_is_a_protocol_error(raw: RawClient) -> None:
+    error = raw.call("fetch_specs", action="list")["error"]
+    assert error["code"] == -32602
+    assert error["message"] == f"unknown tool 'fetch_specs'; the tools are {', '.join(TOOL_NAMES)}"
+
+
+def test_raw_schemas_list_fixed_values_and_the_result_shape(raw: RawClient) -> None:
+    tools = {tool["name"]: tool for tool in raw.request("tools/list")["result"]["tools"]}
+    assert list(tools) == TOOL_NAMES
+
+    def choices(tool: str, argument: str) -> list[str]:
+        spec = tools[tool]["inputSchema"]["properties"][argument]
+        arms = spec.get("anyOf", [spec])
+        (values,) = [
+            arm.get("enum", [arm.get("const")]) for arm in arms if arm.keys() & {"enum", "const"}
+        ]
+        return list(values)
+
+    assert choices("spec", "status") == list(SPEC_STATUSES)
+    assert choices("spec", "section") == list(SECTION_NAMES)
+    assert choices("spec_edit", "status_action") == ["complete", "skip", "reopen"]
+    assert choices("graph_control", "mode") == ["recheck", "run_from_node", "skip_next_spec"]
+    assert choices("session", "platform") == ["claude", "codex", "gemini", "demo"]
+    for tool in TOOLS:
+        assert choices(tool.name, "action") == list(tool.verbs)
+        output = tools[tool.name]["outputSchema"]
+        assert (output["type"], output["required"]) == ("object", ["result"])
+    assert tools["spec"]["outputSchema"]["properties"]["result"]["type"] == ["array", "object"]
+    assert tools["queue"]["outputSchema"]["properties"]["result"]["type"] == "object"
+
+
+def test_raw_results_carry_structured_content_matching_the_output_schema(
+    raw: RawClient,
+) -> None:
+    listed = raw.request("tools/list")["result"]["tools"]
+    schemas = {tool["name"]: tool["outputSchema"] for tool in listed}
+    for tool, arguments in (
+        ("spec_edit", {"action": "create", "name": "raw", "body": body()}),
+        ("spec", {"action": "list"}),
+        ("session_list", {"action": "list", "include_finished": True}),
+        ("session", {"action": "notifications", "limit": 2.0}),  # an integer, as JSON counts
+    ):
+        result = raw.call(tool, **arguments)["result"]
+        assert result["isError"] is False, result
+        (content,) = result["content"]
+        assert result["structuredContent"] == {"result": json.loads(content["text"])}
+        jsonschema.validate(result["structuredContent"], schemas[tool])
+    assert raw.call("spec", action="list")["result"]["structuredContent"]["result"][0]["name"] == (
+        "raw"
+    )
+    refusal = raw.call("spec", action="get", spec_id="zzz")["result"]
+    assert refusal["isError"] is True
+    assert "structuredContent" not in refusal
+    assert refusal["content"] == [{"type": "text", "text": "no spec matches 'zzz'"}]
+
+
+def test_raw_arguments_of_the_wrong_type_are_refused_not_coerced(raw: RawClient) -> None:
+    for tool, arguments, message in (
+        ("session_list", {"action": "list", "include_finished": "yes"},
+         'session_list: argument include_finished must be a boolean, not a string ("yes")'),
+        ("session", {"action": "notifications", "limit": True},
+         "session: argument limit must be an integer, not a boolean (true)"),
+        ("spec", {"action": None},
+         "spec: argument action must be one of list, get, section, not null"),
+        ("queue", {"action": "reorder", "queue_id": "q", "order": '["a"]'},
+         'queue: argument order must be an array, not a string ("[\\"a\\"]")'),
+    ):  # fmt: skip
+        result = raw.call(tool, **arguments)["result"]
+        assert result["isError"] is True, (tool, arguments)
+        assert result["content"] == [{"type": "text", "text": message}]
 
 
 def test_other_commands_do_not_import_the_mcp_sdk() -> None:

@@ -15,6 +15,7 @@ which Temporal lets only one running workflow hold.
 import asyncio
 import os
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,7 @@ from canopy.ops.common import rows_of
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store
-from canopy.store.models import Graph, Run
+from canopy.store.models import Graph, NodeRun, Run, Spec
 from canopy.store.run_records import lock_graph
 from canopy.temporal import client as temporal_client
 from canopy.timefmt import utcnow
@@ -460,12 +461,18 @@ def _still_running(prepared: PreparedRun) -> str:
     )
 
 
-async def wait_until_settled(store: Store, graph: str, timeout: float) -> dict[str, Any]:
+async def wait_until_settled(
+    store: Store,
+    graph: str,
+    timeout: float,
+    watch: Callable[[dict[str, Any] | None], None] | None = None,
+) -> dict[str, Any]:
     """Wait until the graph is no longer ``running``; refuse on timeout.
 
     A settled run fires its terminal hooks after writing the graph's status, so once the
     store says completed/failed this also waits for the run's workflow to close: when it
-    returns, ``on_completed``/``on_failed`` hooks have run.
+    returns, ``on_completed``/``on_failed`` hooks have run. ``watch`` hears, at every look
+    at the store while the graph runs, the node in flight (:func:`node_in_flight`).
     """
     with store.transaction() as db:
         graph_id = queries.resolve_id(rows_of(db), "graph", graph)
@@ -479,6 +486,8 @@ async def wait_until_settled(store: Store, graph: str, timeout: float) -> dict[s
             if status in ("completed", "failed") and latest is not None:
                 await _workflow_closed(latest, max(deadline - loop.time(), 0.1), name, timeout)
             return {"graph_id": graph_id, "name": name, "status": status, "blocker": blocker}
+        if watch is not None:
+            watch(node_in_flight(store, graph_id))
         if loop.time() >= deadline:
             raise Refused(f"graph {name} is still running after {timeout:g} s")
         if loop.time() >= next_liveness_check:
@@ -492,6 +501,23 @@ def _graph_state(store: Store, graph_id: str) -> tuple[str, dict[str, Any] | Non
     with store.transaction() as db:
         row = db.get_one(Graph, graph_id)
         return row.status, row.blocker, row.name
+
+
+def node_in_flight(store: Store, graph_id: str) -> dict[str, Any] | None:
+    """The node the graph's run is running now: ``spec_id``, ``spec_name``, ``node`` and
+    ``started_at``; ``None`` between nodes (a hook, the next spec being picked)."""
+    with store.transaction() as db:
+        row = db.execute(
+            select(NodeRun.spec_id, Spec.name, NodeRun.node, NodeRun.started_at)
+            .join(Run, Run.id == NodeRun.run_id)
+            .outerjoin(Spec, Spec.id == NodeRun.spec_id)
+            .where(Run.graph_id == graph_id, NodeRun.status == "running")
+            .order_by(NodeRun.id.desc())
+            .limit(1)
+        ).first()
+    if row is None:
+        return None
+    return {"spec_id": row[0], "spec_name": row[1], "node": row[2], "started_at": row[3]}
 
 
 async def _refuse_if_workflow_gone(store: Store, graph_id: str) -> None:

@@ -25,6 +25,7 @@ from canopy.errors import Refused
 from canopy.paths import canopy_home
 from canopy.temporal import client as temporal_client
 from canopy.temporal import devserver
+from canopy.temporal.devserver import Stage
 
 WORKER_MODULE = "canopy.worker"
 """Run as ``python -m canopy.worker``; also the argument that identifies worker processes."""
@@ -113,13 +114,15 @@ async def _ping(pid: int, timeout: float) -> str:
     return reply
 
 
-def _ensure_worker(timeout: float) -> dict[str, Any]:
+def _ensure_worker(timeout: float, stage: Stage) -> dict[str, Any]:
     """Start the worker unless it runs, then prove it serves with a ping."""
     with devserver.exclusive("worker"):
         pid = worker_pid()
         started = pid is None
         if pid is None:
+            stage("starting the worker")
             pid = _spawn_worker()
+        stage(f"waiting for the worker (pid {pid}) to answer a ping")
         try:
             reply = asyncio.run(_ping(pid, timeout))
         except Refused:
@@ -134,14 +137,18 @@ def up(
     port: int = devserver.DEFAULT_PORT,
     ui_port: int = devserver.DEFAULT_UI_PORT,
     timeout: float = READY_TIMEOUT,
+    stage: Stage = devserver.quietly,
 ) -> dict[str, Any]:
-    """Bring server (if managed) and worker up; return what was started and where."""
+    """Bring server (if managed) and worker up; return what was started and where.
+
+    ``stage`` hears what is being started or waited for, as it begins (``canopy up``
+    shows it on a terminal: starting everything can take ten seconds)."""
     if server_managed():
-        server = devserver.start(port, ui_port)
+        server = devserver.start(port, ui_port, stage=stage)
     else:
         server = _external_server()
         server["search_attributes"] = asyncio.run(_register_search_attributes())
-    return {"server": server, "worker": _ensure_worker(timeout)}
+    return {"server": server, "worker": _ensure_worker(timeout, stage)}
 
 
 async def _register_search_attributes() -> str | None:

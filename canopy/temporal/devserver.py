@@ -38,6 +38,9 @@ START_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
 SERVER_MARKER = "start-dev"
 """A command-line argument every dev server process has; tells it apart from a reused pid."""
+Stage = Callable[[str], None]
+"""Told what ``up`` (or ``start``) is starting or waiting for, as it begins: one line,
+such as ``starting the worker``."""
 
 _POLL_INTERVAL = 0.05
 
@@ -318,8 +321,15 @@ def _await_serving(process: subprocess.Popen[bytes], record: ServerRecord, timeo
         )
 
 
+def quietly(_stage: str) -> None:
+    """A :data:`Stage` that tells no one."""
+
+
 def start(
-    port: int = DEFAULT_PORT, ui_port: int = DEFAULT_UI_PORT, timeout: float = START_TIMEOUT
+    port: int = DEFAULT_PORT,
+    ui_port: int = DEFAULT_UI_PORT,
+    timeout: float = START_TIMEOUT,
+    stage: Stage = quietly,
 ) -> dict[str, Any]:
     """Start the dev server unless it already runs; ``started`` says which happened."""
     with exclusive("server"):
@@ -328,6 +338,7 @@ def start(
             return {"started": False, **_describe(record, stale)}
         binary = temporal_binary()
         _check_ports(port, ui_port)
+        stage(f"starting the Temporal dev server on port {port}")
         process = _spawn(_command(binary, port, ui_port))
         record = ServerRecord(process.pid, port, ui_port, str(db_file()))
         server_file().write_text(json.dumps(asdict(record), indent=2) + "\n")
