@@ -29,7 +29,7 @@ def canopy_env(home: Path, **extra: str) -> dict[str, str]:
     """The environment for a CLI subprocess: our home, no inherited store or server."""
     inherited = without_temporal_settings(os.environ)
     env = {k: v for k, v in inherited.items() if not k.startswith("CANOPY_")}
-    env.update(CANOPY_HOME=str(home), COLUMNS="200", **extra)
+    env.update({"CANOPY_HOME": str(home), "COLUMNS": "200", **extra})
     return env
 
 
