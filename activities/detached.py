@@ -56,9 +56,11 @@ LOST = (
 
 @dataclass(frozen=True)
 class ProcessFiles:
-    """The files of one detached process's directory."""
+    """The files of one detached process's directory, and what the process is for (its
+    spec and node, say), which its heartbeats name."""
 
     directory: Path
+    about: dict[str, str] = field(default_factory=dict)
 
     @property
     def lock(self) -> Path:
@@ -336,8 +338,13 @@ async def _wait(files: ProcessFiles, limits: Limits, watcher: OutputWatcher | No
 
 
 def _details(files: ProcessFiles, watcher: OutputWatcher | None) -> dict[str, Any]:
-    """Heartbeat details: where the process lives and the harness session it reported."""
-    details: dict[str, Any] = {"process": str(files.directory)}
+    """Heartbeat details (shown for the pending activity in the Temporal UI): what the
+    process is for, its log, where it lives, and the harness session it reported."""
+    details: dict[str, Any] = {
+        **files.about,
+        "log": str(files.output),
+        "process": str(files.directory),
+    }
     if watcher is not None and watcher.session_id:
         details["session_id"] = watcher.session_id
     return details

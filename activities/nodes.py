@@ -61,8 +61,10 @@ def node_marker_values(launch: NodeLaunch) -> dict[str, str | None]:
 
 
 def node_files(launch: NodeLaunch) -> ProcessFiles:
-    """``<data dir>/logs/runs/<run>/nodes/<node run id>/``: ids only, never a node's name."""
-    return ProcessFiles(run_log_dir(launch.run_id, "nodes", launch.node_run_id))
+    """``<data dir>/logs/runs/<run>/nodes/<node run id>/``: ids only, never a node's name
+    (the spec and node are named in the heartbeats instead)."""
+    about = {"spec_id": launch.spec_id, "node": launch.node.name}
+    return ProcessFiles(run_log_dir(launch.run_id, "nodes", launch.node_run_id), about)
 
 
 @activity.defn

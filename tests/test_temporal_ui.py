@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from canopy.ops import graphs, runs
@@ -70,6 +71,13 @@ async def test_a_blocked_run_is_told_from_a_working_one_in_the_temporal_ui(
         assert "**Paused** (dirty_tree)" in details
         assert "- `scratch`" in details, "the dirty path"
         assert "canopy graph continue blocked" in details, "the ways out"
+        beat = await eventually(
+            lambda: _heartbeat(serving, moving_id), "the running node's heartbeat details"
+        )
+        assert (beat["spec_id"], beat["node"]) == (gamma, "hold")
+        assert beat["log"].endswith("/output.log")
+        unsummarised = await _without_summary(serving, paused_id)
+        assert unsummarised == [], "every activity and local activity has a summary"
     finally:
         (tmp_path / "gate").touch()
 
@@ -77,3 +85,25 @@ async def test_a_blocked_run_is_told_from_a_working_one_in_the_temporal_ui(
 async def _both_listed(client: Client, *workflow_ids: str) -> bool:
     everything = await listed(client, "CanopyStatus IS NOT NULL")
     return set(workflow_ids) <= everything
+
+
+async def _heartbeat(client: Client, workflow_id: str) -> dict[str, str] | None:
+    """The heartbeat details of the workflow's pending node activity, once it has any."""
+    description = await client.get_workflow_handle(workflow_id).describe()
+    for pending in description.raw_description.pending_activities:
+        details = await client.data_converter.decode(pending.heartbeat_details.payloads)
+        if details:
+            found: dict[str, str] = details[0]
+            return found
+    return None
+
+
+async def _without_summary(client: Client, workflow_id: str) -> list[str]:
+    """The activity and marker events of the run's history that carry no summary."""
+    missing = []
+    async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
+        kind = EventType.Name(event.event_type)
+        scheduled = kind in ("EVENT_TYPE_ACTIVITY_TASK_SCHEDULED", "EVENT_TYPE_MARKER_RECORDED")
+        if scheduled and not event.user_metadata.HasField("summary"):
+            missing.append(f"{event.event_id} {kind}")
+    return missing

@@ -340,6 +340,7 @@ class GraphRun(GraphRunCore):
             activity,
             args=list(args),
             start_to_close_timeout=BOOKKEEPING_TIMEOUT,
+            summary=f"store: {activity.__name__}",
         )
 
 
