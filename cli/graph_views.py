@@ -92,13 +92,22 @@ def _show_nodes(info: GraphInfo) -> None:
                 node.on_failure or "(spec fails)",
                 node.max_visits,
                 f"{node.timeout_minutes:g}" if node.timeout_minutes is not None else "",
+                _stall(node),
             ]
         )
     print_table(
         "Nodes",
-        ["#", "name", "runs", "step", "next", "on failure", "visits", "timeout"],
+        ["#", "name", "runs", "step", "next", "on failure", "visits", "timeout", "stall"],
         rows,
     )
+
+
+def _stall(node: Node) -> str:
+    """An agent node's ``stall_minutes``: ``off`` for 0, blank for the config default (a
+    command node has none)."""
+    if isinstance(node, CommandNode) or node.stall_minutes is None:
+        return ""
+    return "off" if node.stall_minutes == 0 else f"{node.stall_minutes:g}"
 
 
 def _show_node_runs(node_runs: list[NodeRunInfo]) -> None:

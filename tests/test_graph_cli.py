@@ -149,3 +149,24 @@ def test_host_option_sets_the_graphs_host_on_create_and_edit(home: Path) -> None
 def test_graph_commands_never_import_temporalio(home: Path) -> None:
     result = ok(run_canopy(home, "graph", "list", "--json", python_flags=("-X", "importtime")))
     assert "temporalio" not in imported_modules(result)
+
+
+def test_graph_info_shows_each_agent_nodes_stall_minutes(home: Path, tmp_path: Path) -> None:
+    definition = {
+        "name": "stalls",
+        "nodes": [
+            {"name": "quiet", "platform": "claude", "prompt": "p", "stall_minutes": 0},
+            {"name": "watched", "platform": "claude", "prompt": "p", "stall_minutes": 15},
+            {"name": "default", "platform": "claude", "prompt": "p"},
+            {"name": "check", "command": "true"},
+        ],
+    }
+    (tmp_path / "g.json").write_text(json.dumps(definition))
+    ok(run_canopy(home, "graph", "create", "-f", str(tmp_path / "g.json")))
+    page = ok(run_canopy(home, "graph", "info", "stalls")).stdout
+    stall = {
+        line.split("│")[2].strip(): line.split("│")[-2].strip()
+        for line in page.splitlines()
+        if line.startswith("│") and line.split("│")[1].strip().isdigit()
+    }
+    assert stall == {"quiet": "off", "watched": "15", "default": "", "check": ""}

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.testing import WorkflowEnvironment
 
 from canopy.ops import graphs, queues, runs, specs
@@ -87,7 +88,7 @@ async def test_a_limit_blocked_spec_waits_out_the_reset_then_resumes_its_session
         "platform": platform,
         "prompt": f"FAKE: {limit}\nFAKE: write out.txt x\nFAKE: commit done",
     }
-    graph, _ = await start(home_store, repo, {"nodes": [node]})
+    graph, workflow_id = await start(home_store, repo, {"nodes": [node]})
     resume_at = await scheduled_resume(home_store)
     waits = resume_at.replace(tzinfo=None) - utcnow().replace(tzinfo=None)
     # resets shown to the minute are never later than the real one
@@ -100,6 +101,9 @@ async def test_a_limit_blocked_spec_waits_out_the_reset_then_resumes_its_session
     assert blocked["status"] == "limit_blocked"
     why = "the 6-hour fallback" if wait == FALLBACK else "resets at "
     assert why in blocked["error"], "the wait says what it is based on"
+    handle = time_skipping.client.get_workflow_handle(workflow_id)
+    metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+    assert blocked["error"] in metadata.current_details, "and the Temporal UI's details too"
     await time_skipping.sleep(wait + timedelta(minutes=1))
     settled = await runs.wait_until_settled(home_store, graph, TIMEOUT)
     assert settled["status"] == "completed"

@@ -49,11 +49,13 @@ def blocked(blocker: dict[str, Any]) -> str:
     return "\n\n".join(lines)
 
 
-def usage_limit(resume_at: datetime, counts: RunCounts) -> str:
-    """A run waiting out a usage limit on a durable timer."""
+def usage_limit(resume_at: datetime, counts: RunCounts, limit: str | None = None) -> str:
+    """A run waiting out a usage limit on a durable timer, with the harness's message and
+    the reset chosen from it when known."""
+    said = f"\n\n{limit}" if limit else ""
     return (
         f"**Waiting for a usage limit** to reset: resumes at {_clock(resume_at)} by itself "
-        f"(`canopy graph stop` ends the wait)\n\n{progress(counts, None)}"
+        f"(`canopy graph stop` ends the wait){said}\n\n{progress(counts, None)}"
     )
 
 

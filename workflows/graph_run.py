@@ -219,7 +219,9 @@ class GraphRun(GraphRunCore):
                 end = SpecEnd("interrupted", step.name, produced)
                 break
             if result.status == "limit_blocked":
-                end = SpecEnd("limit_blocked", step.name, produced, result.limit_reset_at)
+                end = SpecEnd(
+                    "limit_blocked", step.name, produced, result.limit_reset_at, limit=result.error
+                )
                 break
             if result.status == "succeeded":
                 if step.next_node is None:

@@ -96,6 +96,8 @@ class SpecEnd:
     node: str | None = None
     harness_session: HarnessSession | None = None
     resume_at: datetime | None = None
+    limit: str | None = None
+    """For a usage limit: the harness's message and the reset chosen from it."""
     dirty: WorktreeState | None = None
     """The tree the guard found dirty (:data:`DIRTY`)."""
     ahead: Ahead | None = None
@@ -187,7 +189,7 @@ class GraphRunCore:
         """The plan after a spec's outcome: usage-limit waits, stops, or the next spec."""
         if end.outcome == "limit_blocked":
             assert end.resume_at is not None
-            if not await self._wait_out_limit(start, end.resume_at):
+            if not await self._wait_out_limit(start, end.resume_at, end.limit):
                 return Plan(spec=spec, node=end.node, harness_session=end.harness_session)
         if end.outcome in ("interrupted", "limit_blocked") and not self._reset_requested:
             await self._park(start, blockers.stopped(start.graph_name, spec, end.node))
@@ -278,14 +280,16 @@ class GraphRunCore:
             await self._bookkeeping(run_state.resume_run, start.run_id)
             return plan
 
-    async def _wait_out_limit(self, start: RunInput, resume_at: datetime) -> bool:
+    async def _wait_out_limit(
+        self, start: RunInput, resume_at: datetime, limit: str | None = None
+    ) -> bool:
         """Sleep on a durable timer until the usage limit resets (graph stays running).
 
         ``True`` when a ``stop`` or ``reset`` cut the wait short.
         """
         self._status.scheduled_resume_at = resume_at
         self._status.waiting_for = "usage limit reset"
-        self._set_details(details.usage_limit(resume_at, self._status.counts))
+        self._set_details(details.usage_limit(resume_at, self._status.counts, limit))
         self._mark(start, "usage_limit", None)
         await self._bookkeeping(run_state.schedule_resume, start.run_id, resume_at)
         delay = max(resume_at - workflow.now(), timedelta(seconds=1))
