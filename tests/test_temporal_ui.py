@@ -1,16 +1,24 @@
 """Runs you can read in the Temporal UI (issue 14): a blocked run is told from a working
 one by its ``CanopyStatus`` and ``CanopyBlocker`` search attributes, as the real
 ``temporal`` CLI lists them; a run's static summary and details say what it drains and how
-to steer it, and its current details show the blocker with its dirty paths and ways out."""
+to steer it, and its current details show the blocker with its dirty paths and ways out.
+On a server Canopy did not start, the attributes are registered when missing."""
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
+from google.protobuf.duration_pb2 import Duration
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client
+from temporalio.service import RPCError
+from temporalio.testing import WorkflowEnvironment
 
+from canopy import search_attributes
 from canopy.ops import graphs, runs
+from canopy.search_attributes import SEARCH_ATTRIBUTES
 from canopy.store.engine import Store
 from tests.conftest import make_specs
 from tests.engine import eventually, node_run_of
@@ -107,3 +115,40 @@ async def _without_summary(client: Client, workflow_id: str) -> list[str]:
         if scheduled and not event.user_metadata.HasField("summary"):
             missing.append(f"{event.event_id} {kind}")
     return missing
+
+
+async def test_missing_search_attributes_are_registered_on_a_server_canopy_did_not_start(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """What ``canopy up`` does against ``TEMPORAL_ADDRESS``: a namespace set up without
+    Canopy's attributes gets them, once."""
+    namespace = f"fresh-{uuid.uuid4().hex[:8]}"
+    service = temporal_env.client.workflow_service
+    await service.register_namespace(
+        RegisterNamespaceRequest(
+            namespace=namespace,
+            workflow_execution_retention_period=Duration(seconds=86400),
+        )
+    )
+    client = await Client.connect(
+        temporal_env.client.service_client.config.target_host, namespace=namespace
+    )
+
+    async def namespace_ready() -> list[str]:
+        try:
+            return await search_attributes.missing(client)
+        except RPCError:  # the namespace is not yet known everywhere
+            return []
+
+    assert set(await eventually(namespace_ready, "the new namespace")) == set(SEARCH_ATTRIBUTES)
+    assert await search_attributes.register_missing(client) == (
+        f"registered search attributes {', '.join(SEARCH_ATTRIBUTES)}"
+    )
+    assert await eventually(
+        lambda: _none_missing(client), "the attributes to be registered", TIMEOUT
+    )
+    assert await search_attributes.register_missing(client) is None, "nothing left to do"
+
+
+async def _none_missing(client: Client) -> bool:
+    return not await search_attributes.missing(client)
