@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         HarnessSession,
         Plan,
         SpecEnd,
+        continue_as_new_due,
         node_activity_timeout,
     )
     from canopy.workflows.timeouts import BOOKKEEPING_TIMEOUT
@@ -92,7 +93,6 @@ class GraphRun(GraphRunCore):
         """Run every runnable spec, then settle ``completed`` or ``failed``."""
         self._status = RunStatus(run_id=start.run_id, counts=start.counts.model_copy())
         self._recording = asyncio.create_task(self._record_ignored())
-        counts = self._status.counts
         specs_this_execution = 0
         # a fresh run passed the launch guard; a continued one is between two specs
         plan = Plan(guarded=start.continued)
@@ -130,25 +130,11 @@ class GraphRun(GraphRunCore):
                 await self._park(start, blocker)
                 plan = await self._wait_for_continue(start, spec, plan.node, plan.harness_session)
                 continue
-            counts.specs_started += 1
-            if end.outcome == "completed":
-                counts.completed += 1
-            elif end.outcome == "skipped":
-                counts.skipped += 1
-            elif end.outcome == "failed":
-                counts.failed += 1
-                if start.queue_id is None:
-                    return await self._settle(start, "failed", blockers.spec_failed(spec, end.node))
-            plan = await self._after(start, spec, end)
             specs_this_execution += 1
-            if (
-                plan.spec is None
-                and not plan.skip
-                and continue_as_new_due(start, specs_this_execution)
-            ):
-                workflow.continue_as_new(
-                    start.model_copy(update={"counts": counts, "continued": True})
-                )
+            after = await self._spec_ended(start, spec, end, specs_this_execution)
+            if isinstance(after, str):
+                return after
+            plan = after
         await self._bookkeeping(run_state.reset_run, start.run_id)
         self._set_details("**Reset**: the graph is idle again")
         self._mark(start, "reset", None)
@@ -344,11 +330,3 @@ class GraphRun(GraphRunCore):
             start_to_close_timeout=BOOKKEEPING_TIMEOUT,
             summary=f"store: {activity.__name__}",
         )
-
-
-def continue_as_new_due(start: RunInput, specs_this_execution: int) -> bool:
-    """Whether the execution continues as new after ``specs_this_execution`` specs."""
-    return (
-        specs_this_execution >= start.specs_per_execution
-        or workflow.info().is_continue_as_new_suggested()
-    )

@@ -185,6 +185,27 @@ class GraphRunCore:
             details += f"\n\nignored signal {last.signal} at {last.at.isoformat()}: {last.reason}"
         workflow.set_current_details(details)
 
+    async def _spec_ended(
+        self, start: RunInput, spec: NextSpec, end: SpecEnd, specs_this_execution: int
+    ) -> Plan | str:
+        """Count a spec's outcome. A bound-spec run settles at its first failed spec (the
+        status it settled with is returned); otherwise the plan after it (usage-limit
+        waits, stops), continuing as new when this execution has run its share of specs."""
+        counts = self._status.counts
+        counts.specs_started += 1
+        if end.outcome == "completed":
+            counts.completed += 1
+        elif end.outcome == "skipped":
+            counts.skipped += 1
+        elif end.outcome == "failed":
+            counts.failed += 1
+            if start.queue_id is None:
+                return await self._settle(start, "failed", blockers.spec_failed(spec, end.node))
+        plan = await self._after(start, spec, end)
+        if plan.spec is None and not plan.skip and continue_as_new_due(start, specs_this_execution):
+            workflow.continue_as_new(start.model_copy(update={"counts": counts, "continued": True}))
+        return plan
+
     async def _after(self, start: RunInput, spec: NextSpec, end: SpecEnd) -> Plan:
         """The plan after a spec's outcome: usage-limit waits, stops, or the next spec."""
         if end.outcome == "limit_blocked":
@@ -480,3 +501,11 @@ def node_activity_timeout(step: NodeStep) -> timedelta:
     of an absurd float raises, failing every task), plus a minute to report."""
     minutes = node_timeout_minutes(step.timeout_minutes) or DEFAULT_NODE_TIMEOUT_MINUTES
     return timedelta(minutes=minutes + 1)
+
+
+def continue_as_new_due(start: RunInput, specs_this_execution: int) -> bool:
+    """Whether the execution continues as new after ``specs_this_execution`` specs."""
+    return (
+        specs_this_execution >= start.specs_per_execution
+        or workflow.info().is_continue_as_new_suggested()
+    )

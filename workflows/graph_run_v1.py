@@ -45,7 +45,6 @@ class LegacyGraphRun(GraphRunCore):
     async def run(self, start: RunInput) -> str:
         """Run every runnable spec, then settle ``completed`` or ``failed``."""
         self._status = RunStatus(run_id=start.run_id, counts=start.counts.model_copy())
-        counts = self._status.counts
         specs_this_execution = 0
         # a fresh run passed the launch guard; a continued one is between two specs
         plan = Plan(guarded=start.continued)
@@ -64,28 +63,11 @@ class LegacyGraphRun(GraphRunCore):
             if end.outcome == TAKEN:
                 plan = Plan()
                 continue
-            counts.specs_started += 1
-            if end.outcome == "completed":
-                counts.completed += 1
-            elif end.outcome == "skipped":
-                counts.skipped += 1
-            elif end.outcome == "failed":
-                counts.failed += 1
-                if start.queue_id is None:
-                    return await self._settle(start, "failed", blockers.spec_failed(spec, end.node))
-            plan = await self._after(start, spec, end)
             specs_this_execution += 1
-            if (
-                plan.spec is None
-                and not plan.skip
-                and (
-                    specs_this_execution >= start.specs_per_execution
-                    or workflow.info().is_continue_as_new_suggested()
-                )
-            ):
-                workflow.continue_as_new(
-                    start.model_copy(update={"counts": counts, "continued": True})
-                )
+            after = await self._spec_ended(start, spec, end, specs_this_execution)
+            if isinstance(after, str):
+                return after
+            plan = after
         await self._bookkeeping(run_state.reset_run, start.run_id)
         self._set_details("reset")
         return "reset"
