@@ -50,11 +50,11 @@ with workflow.unsafe.imports_passed_through():
         NODE_RETRY,
         TAKEN,
         GraphRunCore,
-        HarnessSession,
         Plan,
         SpecEnd,
         continue_as_new_due,
         node_activity_timeout,
+        where_next,
     )
     from canopy.workflows.timeouts import BOOKKEEPING_TIMEOUT
 
@@ -196,29 +196,11 @@ class GraphRun(GraphRunCore):
                     return SpecEnd(TAKEN)
                 return SpecEnd(DIRTY, dirty=not_launched.outcome.dirty)
             harness_session = None
-            produced = (
-                HarnessSession(result.harness_session_id, result.platform)
-                if result.harness_session_id and result.platform
-                else None
-            )
-            if result.status == "interrupted":
-                end = SpecEnd("interrupted", step.name, produced)
+            after = where_next(step, result)
+            if isinstance(after, SpecEnd):
+                end = after
                 break
-            if result.status == "limit_blocked":
-                end = SpecEnd(
-                    "limit_blocked", step.name, produced, result.limit_reset_at, limit=result.error
-                )
-                break
-            if result.status == "succeeded":
-                if step.next_node is None:
-                    end = SpecEnd("completed", step.name)
-                    break
-                node_name = step.next_node
-            elif step.on_failure is not None:
-                node_name = step.on_failure
-            else:
-                end = SpecEnd("failed", step.name)
-                break
+            node_name = after
             step = (await self._read_ahead(start, spec, node_name)).step
         # a failed bound-spec run settles, a waiting or parked one reads afresh after
         goes_on = end.outcome == "completed" or (
@@ -230,13 +212,7 @@ class GraphRun(GraphRunCore):
         if closed.taken:
             return SpecEnd(TAKEN)
         if end.outcome == "completed" and closed.spec_completed_hooks:
-            await self._fire(
-                start,
-                "on_spec_completed",
-                f"passage-{closed.passage_id}",
-                spec_id=spec.spec_id,
-                spec_name=spec.name,
-            )
+            await self._fire_spec_completed(start, spec, closed.passage_id)
         end.ahead = closed.ahead if closed.ahead.read else None
         return end
 

@@ -414,6 +414,18 @@ class GraphRunCore:
             )
         return status
 
+    async def _fire_spec_completed(
+        self, start: RunInput, spec: NextSpec, passage_id: int | None
+    ) -> None:
+        """Fire ``on_spec_completed`` once per passage (its id names the occurrence)."""
+        await self._fire(
+            start,
+            "on_spec_completed",
+            f"passage-{passage_id}",
+            spec_id=spec.spec_id,
+            spec_name=spec.name,
+        )
+
     async def _fire(
         self, start: RunInput, event: HookEvent, occurrence: str, **context: Any
     ) -> None:
@@ -509,3 +521,23 @@ def continue_as_new_due(start: RunInput, specs_this_execution: int) -> bool:
         specs_this_execution >= start.specs_per_execution
         or workflow.info().is_continue_as_new_suggested()
     )
+
+
+def where_next(step: NodeStep, result: NodeResult) -> SpecEnd | str:
+    """After a node ran: how the spec's passage ends there, or the name of the node it goes
+    on to (``next`` on success, ``on_failure`` on failure). An interrupted or limited node
+    hands its harness session over, so the spec can resume it."""
+    produced = (
+        HarnessSession(result.harness_session_id, result.platform)
+        if result.harness_session_id and result.platform
+        else None
+    )
+    if result.status == "interrupted":
+        return SpecEnd("interrupted", step.name, produced)
+    if result.status == "limit_blocked":
+        return SpecEnd(
+            "limit_blocked", step.name, produced, result.limit_reset_at, limit=result.error
+        )
+    if result.status == "succeeded":
+        return step.next_node if step.next_node is not None else SpecEnd("completed", step.name)
+    return step.on_failure if step.on_failure is not None else SpecEnd("failed", step.name)

@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
         Plan,
         SpecEnd,
         node_activity_timeout,
+        where_next,
     )
     from canopy.workflows.timeouts import BOOKKEEPING_TIMEOUT
 
@@ -126,37 +127,15 @@ class LegacyGraphRun(GraphRunCore):
                 break
             result = await self._launch_step(start, spec, step, visits[step.name], harness_session)
             harness_session = None
-            produced = (
-                HarnessSession(result.harness_session_id, result.platform)
-                if result.harness_session_id and result.platform
-                else None
-            )
-            if result.status == "interrupted":
-                end = SpecEnd("interrupted", step.name, produced)
+            after = where_next(step, result)
+            if isinstance(after, SpecEnd):
+                end = after
                 break
-            if result.status == "limit_blocked":
-                end = SpecEnd("limit_blocked", step.name, produced, result.limit_reset_at)
-                break
-            if result.status == "succeeded":
-                if step.next_node is None:
-                    end = SpecEnd("completed", step.name)
-                    break
-                node_name = step.next_node
-            elif step.on_failure is not None:
-                node_name = step.on_failure
-            else:
-                end = SpecEnd("failed", step.name)
-                break
+            node_name = after
         has_hooks = await self._bookkeeping(bookkeeping.finish_spec, passage, end.outcome, end.node)
         self._show(None, None)
         if end.outcome == "completed" and has_hooks:
-            await self._fire(
-                start,
-                "on_spec_completed",
-                f"passage-{passage}",
-                spec_id=spec.spec_id,
-                spec_name=spec.name,
-            )
+            await self._fire_spec_completed(start, spec, passage)
         return end
 
     async def _run_node(
