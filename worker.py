@@ -21,17 +21,24 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, NoReturn
 
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from canopy.activities import bookkeeping, delivery, hooks, nodes, run_state, worktree
+from canopy.activities.bookkeeping import RunRecords
+from canopy.activities.delivery import DeliveryActivities
+from canopy.activities.hooks import fire_hooks
+from canopy.activities.legacy import LegacyDelivery, LegacyRunRecords
+from canopy.activities.nodes import NodeActivities
 from canopy.activities.ping import ping
+from canopy.activities.run_state import RunControl
+from canopy.activities.worktree import check_worktree
 from canopy.errors import Refused
 from canopy.ops.session_wake import wake_stalled_sessions
-from canopy.store.engine import open_store
+from canopy.store.engine import Store, open_store
 from canopy.temporal import client as temporal_client
 from canopy.workflows.graph_run import GraphRun
 from canopy.workflows.graph_run_v1 import LegacyGraphRun
@@ -48,24 +55,71 @@ HOST_WORKFLOWS: Sequence[type] = (GraphRun,)
 """Workflow classes served on this host's agents queue, beside the activities they
 dispatch: graph runs live with the workdir they work in."""
 
-HOST_LOCAL_ACTIVITIES: Sequence[Callable[..., Any]] = (*bookkeeping.LOCAL, *run_state.ALL)
-"""The store calls the host's workflows make as local activities (so registered here)."""
 
-MAIN_ACTIVITIES: Sequence[Callable[..., Any]] = (
-    *bookkeeping.ALL,
-    *run_state.ALL,
-    *delivery.ALL_MAIN,
-)
-"""Host-independent activities (store reads and writes), on the main task queue."""
+@dataclass(frozen=True)
+class Activities:
+    """The activities each queue's worker serves, bound to the store they read and write."""
 
-AGENT_ACTIVITIES: Sequence[Callable[..., Any]] = (
-    ping,
-    *nodes.ALL,
-    *worktree.ALL,
-    *hooks.ALL,
-    *delivery.ALL_AGENTS,
-)
-"""Activities that touch a workdir (agents, commands, git), on this host's agents queue."""
+    main: list[Callable[..., Any]]
+    """Host-independent store calls, on the main task queue: session delivery's, and
+    the legacy ``GraphRun``'s with their old signatures."""
+    agents: list[Callable[..., Any]]
+    """Activities that touch a workdir (agents, commands, git), on this host's agents queue."""
+    host_local: list[Callable[..., Any]]
+    """The store calls the host's workflows make as local activities (so registered here)."""
+
+
+def activities(store: Store) -> Activities:
+    """Every activity this daemon hosts, bound to ``store``."""
+    records, control, nodes = RunRecords(store), RunControl(store), NodeActivities(store)
+    legacy, delivery = LegacyRunRecords(store), DeliveryActivities(store)
+    return Activities(
+        main=[
+            legacy.next_spec,
+            legacy.begin_spec,
+            legacy.load_node,
+            legacy.start_node_run,
+            legacy.finish_node_run,
+            legacy.finish_spec,
+            legacy.settle_run,
+            legacy.queue_settlement,
+            legacy.pause_run,
+            legacy.resume_run,
+            legacy.schedule_resume,
+            legacy.reset_run,
+            legacy.allows_dirty_start,
+            legacy.spec_for_run,
+            legacy.group_session,
+            LegacyDelivery(store).give_up_message,
+            delivery.next_message,
+            delivery.fail_delivery,
+        ],
+        agents=[
+            ping,
+            nodes.dispatch_node,
+            nodes.run_agent_node,
+            nodes.run_command_node,
+            check_worktree,
+            fire_hooks,
+            delivery.deliver_message,
+        ],
+        host_local=[
+            records.read_ahead,
+            records.close_spec,
+            records.record_launch_end,
+            records.queue_settlement,
+            records.settle_run,
+            control.pause_run,
+            control.resume_run,
+            control.schedule_resume,
+            control.reset_run,
+            control.allows_dirty_start,
+            control.spec_for_run,
+            control.group_session,
+            control.record_ignored_signal,
+        ],
+    )
+
 
 # -----------------------------------------------------------------------------------------
 
@@ -115,14 +169,16 @@ def activity_threads() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(SYNC_ACTIVITY_THREADS, thread_name_prefix="canopy-activity")
 
 
-def build_workers(client: Client, threads: Executor) -> list[Worker]:
-    """The main-queue worker and this host's agents-queue worker, from the registry;
-    both run their synchronous activities on ``threads`` (the caller shuts it down)."""
+def build_workers(client: Client, store: Store, threads: Executor) -> list[Worker]:
+    """The main-queue worker and this host's agents-queue worker, from the registry, with
+    their activities bound to ``store``; both run their synchronous activities on
+    ``threads`` (the caller shuts it down)."""
+    hosted = activities(store)
     main = Worker(
         client,
         task_queue=temporal_client.MAIN_TASK_QUEUE,
         workflows=list(WORKFLOWS),
-        activities=list(MAIN_ACTIVITIES),
+        activities=hosted.main,
         activity_executor=threads,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
     )
@@ -130,7 +186,7 @@ def build_workers(client: Client, threads: Executor) -> list[Worker]:
         client,
         task_queue=temporal_client.agents_task_queue(),
         workflows=list(HOST_WORKFLOWS),
-        activities=[*AGENT_ACTIVITIES, *HOST_LOCAL_ACTIVITIES],
+        activities=[*hosted.agents, *hosted.host_local],
         activity_executor=threads,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
         max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
@@ -143,12 +199,12 @@ SESSION_SWEEP_SECONDS = 60.0
 """How often the daemon looks for queued messages that no delivery workflow is handling."""
 
 
-async def _sweep_sessions(client: Client) -> None:
+async def _sweep_sessions(client: Client, store: Store) -> None:
     """The delivery scheduler's tick: at start and then every minute, wake the sessions
     whose queued messages no workflow is delivering (queued while Temporal was down)."""
     while True:
         try:
-            woken = await wake_stalled_sessions(client, open_store())
+            woken = await wake_stalled_sessions(client, store)
         except Exception:  # a failed tick is retried at the next one
             log.exception("the session sweep failed")
         else:
@@ -176,7 +232,8 @@ async def serve() -> None:
     stop = _stop_event()
     client = await temporal_client.connect()
     threads = activity_threads()
-    workers = build_workers(client, threads)
+    store = open_store()
+    workers = build_workers(client, store, threads)
     runs = [asyncio.create_task(worker.run()) for worker in workers]
     log.info(
         "serving task queues %s at %s (namespace %s)",
@@ -184,7 +241,7 @@ async def serve() -> None:
         client.service_client.config.target_host,
         client.namespace,
     )
-    sweeping = asyncio.create_task(_sweep_sessions(client))
+    sweeping = asyncio.create_task(_sweep_sessions(client, store))
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait([stopping, *runs], return_when=asyncio.FIRST_COMPLETED)
     stopping.cancel()

@@ -1,8 +1,11 @@
-"""Store bookkeeping for GraphRun, on the shared main task queue.
+"""The store records of a graph run: spec passages, node runs and settling.
 
-Every write a run makes to the readable record goes through one of these activities, so
-the workflow stays deterministic and a retried activity finds its earlier write instead of
-doubling it where that matters (spec passages, settling).
+Every write a run makes to the readable record goes through an activity, so the workflow
+stays deterministic and a retried activity finds its earlier write instead of doubling it
+where that matters (spec passages, launches, settling). :class:`RunRecords` holds the
+activities ``GraphRunV2`` calls, bound to the store they write; the functions here take an
+open transaction, so the legacy ``GraphRun`` activities (:mod:`canopy.activities.legacy`)
+share them.
 
 Runs of different graphs may drain queues that share specs. A spec is claimed with a
 compare-and-set when its passage opens, so one run at a time has it; the others pass it
@@ -19,12 +22,14 @@ from temporalio import activity
 from canopy.contracts.graph_run import (
     Ahead,
     DispatchOutcome,
+    LaunchEnd,
     NextSpec,
     NodeDispatch,
     NodeResult,
     NodeStep,
     ReadAhead,
-    RunCounts,
+    RunRef,
+    RunSettlement,
     SpecClose,
     SpecClosed,
     node_timeout_minutes,
@@ -33,21 +38,11 @@ from canopy.graphs.model import EnsembleNode, stored_node
 from canopy.graphs.transitions import default_next
 from canopy.limits import DEFAULT_MAX_VISITS
 from canopy.statuses import ACTIVE_RUN_STATUSES
-from canopy.store.engine import open_store
+from canopy.store.engine import Store
 from canopy.store.models import Graph, GraphSpec, NodeRun, QueueMember, Run, RunSpec, Spec
 from canopy.store.run_records import IGNORED_SIGNALS, set_run_status
 from canopy.timefmt import utcnow
 from canopy.workdir import WorktreeState
-
-
-@activity.defn
-def next_spec(run_id: str) -> NextSpec | None:
-    """The next pending spec: queue members in queue order, else bound specs in order.
-
-    Read fresh before every spec, so a reorder or an added member during the run counts.
-    """
-    with open_store().transaction() as db:
-        return _next_spec(db, run_id)
 
 
 def _pending_count(db: Session, run_id: str) -> int:
@@ -64,7 +59,11 @@ def _pending_count(db: Session, run_id: str) -> int:
     )
 
 
-def _next_spec(db: Session, run_id: str) -> NextSpec | None:
+def next_pending(db: Session, run_id: str) -> NextSpec | None:
+    """The next pending spec: queue members in queue order, else bound specs in order.
+
+    Read fresh before every spec, so a reorder or an added member during the run counts.
+    """
     run = db.get_one(Run, run_id)
     if run.queue_id is not None:
         query = (
@@ -86,19 +85,13 @@ def _next_spec(db: Session, run_id: str) -> NextSpec | None:
     return NextSpec(spec_id=row[0], name=row[1], group=row[2])
 
 
-@activity.defn
-def begin_spec(run_id: str, spec: NextSpec) -> int | None:
+def claim(db: Session, run_id: str, spec: NextSpec) -> int | None:
     """Claim the spec for this run and open its passage; ``None`` if the run did not get it.
 
     The claim is a compare-and-set (``pending`` to ``in_progress``): of two runs reaching
     for one spec at once, exactly one gets it, and the other passes it over. A retried
     attempt finds the passage its first attempt opened.
     """
-    with open_store().transaction() as db:
-        return _claim(db, run_id, spec)
-
-
-def _claim(db: Session, run_id: str, spec: NextSpec) -> int | None:
     open_passage = _open_passage(db, run_id, spec.spec_id)
     if open_passage is not None:
         return open_passage
@@ -112,19 +105,6 @@ def _claim(db: Session, run_id: str, spec: NextSpec) -> int | None:
     return passage.id
 
 
-@activity.defn
-def load_node(graph_id: str, node_name: str | None) -> NodeStep | None:
-    """A node as stored now (``None``: the first node), transitions resolved.
-
-    Nodes are read at each dispatch, so a ``graph edit`` during a run takes effect at the
-    next node launch. ``None`` is returned when the named node no longer exists. An absurd
-    stored timeout is clamped (:func:`node_timeout_minutes`) in the definition too, since
-    the node's activity reads its process timeout from there.
-    """
-    with open_store().transaction() as db:
-        return _load_node(db.get_one(Graph, graph_id), node_name)
-
-
 def _open_passage(db: Session, run_id: str, spec_id: str) -> int | None:
     return db.scalar(
         select(RunSpec.id).where(
@@ -133,7 +113,14 @@ def _open_passage(db: Session, run_id: str, spec_id: str) -> int | None:
     )
 
 
-def _load_node(graph: Graph, node_name: str | None) -> NodeStep | None:
+def load_step(graph: Graph, node_name: str | None) -> NodeStep | None:
+    """A node as stored now (``None``: the first node), transitions resolved.
+
+    Nodes are read at each dispatch, so a ``graph edit`` during a run takes effect at the
+    next node launch. ``None`` is returned when the named node no longer exists. An absurd
+    stored timeout is clamped (:func:`node_timeout_minutes`) in the definition too, since
+    the node's activity reads its process timeout from there.
+    """
     stored: list[dict[str, Any]] = list(graph.nodes)
     ensembles: dict[str, Any] = dict(graph.ensembles)
     nodes = [stored_node(_clamped_timeout(node)) for node in stored]
@@ -160,26 +147,12 @@ def _clamped_timeout(node: dict[str, Any]) -> dict[str, Any]:
     return {**node, "timeout_minutes": timeout}
 
 
-@activity.defn
-def start_node_run(run_id: str, spec_id: str, node: str, visit: int) -> int:
-    """Record a node launch before it happens, so ``graph info`` shows it running.
-
-    Idempotent: the row is keyed by this workflow execution and activity, which a retry
-    keeps, so a result lost on its way back (a server outage) never leaves a second
-    ``running`` node run behind.
-    """
-    info = activity.info()
-    key = f"{info.workflow_run_id}/{info.activity_id}"
-    with open_store().transaction() as db:
-        return _recorded_launch(db, key) or _record_launch(db, key, run_id, spec_id, node, visit)
-
-
-def _recorded_launch(db: Session, key: str) -> int | None:
+def recorded_launch(db: Session, key: str) -> int | None:
     """The node run an earlier attempt of launch ``key`` recorded."""
     return db.scalar(select(NodeRun.id).where(NodeRun.launch_key == key))
 
 
-def _record_launch(db: Session, key: str, run_id: str, spec_id: str, node: str, visit: int) -> int:
+def record_launch(db: Session, key: str, run_id: str, spec_id: str, node: str, visit: int) -> int:
     node_run = NodeRun(
         launch_key=key,
         run_id=run_id,
@@ -194,13 +167,6 @@ def _record_launch(db: Session, key: str, run_id: str, spec_id: str, node: str, 
     return node_run.id
 
 
-@activity.defn
-def finish_node_run(node_run_id: int, result: NodeResult) -> None:
-    """Record how a node run ended: status, exit code, log, harness session, and why it
-    failed when that is known (an activity error is otherwise only in the worker's log)."""
-    record_node_end(node_run_id, result)
-
-
 def _record_end(node_run: NodeRun, result: NodeResult) -> None:
     node_run.status = result.status
     node_run.exit_code = result.exit_code
@@ -212,26 +178,12 @@ def _record_end(node_run: NodeRun, result: NodeResult) -> None:
     node_run.ended_at = utcnow()
 
 
-@activity.defn
-def finish_spec(passage_id: int, outcome: str, ended_node: str | None) -> bool:
-    """Close a spec's passage and set the spec's status from its outcome.
-
-    Returns whether the graph has ``on_spec_completed`` hooks right now, so a run whose
-    graph has none skips the firing activity (a round trip to the agents host) per spec.
-    """
-    with open_store().transaction() as db:
-        passage = db.get_one(RunSpec, passage_id)
-        _close(db, passage, outcome, ended_node)
-        graph = db.get_one(Graph, db.get_one(Run, passage.run_id).graph_id)
-        return _has_spec_completed_hooks(graph)
-
-
 FINAL_OUTCOMES = ("completed", "failed", "skipped")
 """Outcomes that end a spec for good; it is also its status. Any other goes back to
 ``pending``."""
 
 
-def _close(db: Session, passage: RunSpec, outcome: str, ended_node: str | None) -> None:
+def close_passage(db: Session, passage: RunSpec, outcome: str, ended_node: str | None) -> None:
     """Close ``passage`` and set its spec's status from the outcome."""
     passage.outcome = outcome
     passage.ended_node = ended_node
@@ -239,68 +191,8 @@ def _close(db: Session, passage: RunSpec, outcome: str, ended_node: str | None) 
     db.get_one(Spec, passage.spec_id).status = outcome if outcome in FINAL_OUTCOMES else "pending"
 
 
-def _has_spec_completed_hooks(graph: Graph) -> bool:
+def has_spec_completed_hooks(graph: Graph) -> bool:
     return bool((graph.hooks or {}).get("on_spec_completed"))
-
-
-@activity.defn
-def settle_run(run_id: str, status: str, blocker: dict[str, Any] | None, counts: RunCounts) -> None:
-    """Write the run's and the graph's final status (and blocker) together.
-
-    The summary carries the run's counts and, under ``held_elsewhere``, which of its specs
-    another run is still running, so a run that passed specs over says where they went;
-    the signals it ignored (``ignored_signals``) stay.
-    """
-    with open_store().transaction() as db:
-        run = set_run_status(db, run_id, status, blocker)
-        run.ended_at = utcnow()
-        summary = counts.model_dump()
-        held = _held_elsewhere(db, run, _scope(db, run))
-        if held:
-            summary["held_elsewhere"] = list(held.values())
-        ignored = (run.summary or {}).get(IGNORED_SIGNALS)
-        if ignored:
-            summary[IGNORED_SIGNALS] = ignored
-        run.summary = summary
-
-
-@activity.defn
-def queue_settlement(run_id: str) -> dict[str, Any] | None:
-    """For a drained queue run: ``None`` if every member completed, was skipped or is held
-    by another active run, else the blocker naming the members that did not complete
-    (DESIGN §6.6). A member another run holds is not this run's failure; the blocker
-    names the run that has it. Its ``node`` is the node that ended the first failed
-    member (``{{node}}`` of ``on_failed``)."""
-    with open_store().transaction() as db:
-        run = db.get_one(Run, run_id)
-        rows = db.execute(
-            select(Spec.id, Spec.name, Spec.status)
-            .join(QueueMember, QueueMember.spec_id == Spec.id)
-            .where(QueueMember.queue_id == run.queue_id)
-            .order_by(QueueMember.position)
-        ).all()
-        held = _held_elsewhere(db, run, [spec_id for spec_id, _, _ in rows])
-        unfinished = [
-            (spec_id, name, status)
-            for spec_id, name, status in rows
-            if status not in ("completed", "skipped") and spec_id not in held
-        ]
-        failed = [spec_id for spec_id, _, status in unfinished if status == "failed"]
-        node = _ended_node(db, failed[0]) if failed else None
-    if not unfinished:
-        return None
-    names = ", ".join(f"{name} ({spec_id}: {status})" for spec_id, name, status in unfinished)
-    elsewhere = "".join(f"; {message}" for message in held.values())
-    blocker: dict[str, Any] = {
-        "kind": "queue_failed",
-        "message": f"{len(unfinished)} queue member(s) did not complete: {names}{elsewhere}",
-        "failed_specs": [spec_id for spec_id, _, _ in unfinished],
-    }
-    if node is not None:
-        blocker["node"] = node
-    if held:
-        blocker["held_elsewhere"] = list(held.values())
-    return blocker
 
 
 def _ended_node(db: Session, spec_id: str) -> str | None:
@@ -346,63 +238,19 @@ def _held_elsewhere(db: Session, run: Run, spec_ids: list[str]) -> dict[str, str
     }
 
 
-# --- GraphRunV2: the same records, in fewer calls -----------------------------------------
-# Run as local activities in the workflow's worker, except open_launch, which the node
-# activity calls itself (on the agents host, in the same attempt as the node).
-
-
-@activity.defn
-def read_ahead(request: ReadAhead) -> Ahead:
-    """What runs next, read now: the spec (given, or the next pending one), the node it
-    starts at (transitions resolved), and the graph's ``allow_dirty_start``."""
-    with open_store().transaction() as db:
-        return _ahead(db, request.run_id, request.graph_id, request.spec, request.node)
-
-
 def _ahead(
     db: Session, run_id: str, graph_id: str, spec: NextSpec | None, node: str | None
 ) -> Ahead:
-    upcoming = spec or _next_spec(db, run_id)
+    upcoming = spec or next_pending(db, run_id)
     if upcoming is None:
         return Ahead(pending=0)
     graph = db.get_one(Graph, graph_id)
     return Ahead(
         spec=upcoming,
-        step=_load_node(graph, node),
+        step=load_step(graph, node),
         allow_dirty_start=graph.allow_dirty_start,
         pending=_pending_count(db, run_id),
     )
-
-
-@activity.defn
-def close_spec(request: SpecClose) -> SpecClosed:
-    """Close the spec's passage, then read ahead when asked, unless ``on_spec_completed``
-    hooks fire first (they may take long, and what runs next is read after them).
-
-    A spec that ends for good (completed, failed, skipped) with no passage open is
-    claimed first: a skip, a spec whose first node is gone, or a launch that failed
-    before it claimed; ``taken`` if another run holds it. An interrupted or limited spec
-    with no passage open was never claimed, and stays pending with nothing to close.
-
-    Idempotent: a retried attempt finds the passage its first attempt closed (the spec
-    is no longer pending, so it is not claimed again).
-    """
-    with open_store().transaction() as db:
-        passage_id = _open_passage(db, request.run_id, request.spec.spec_id)
-        if passage_id is None and request.outcome in FINAL_OUTCOMES:
-            passage_id = _claim(db, request.run_id, request.spec) or _closed_passage(db, request)
-            if passage_id is None:
-                return SpecClosed(passage_id=None, taken=True)
-        if passage_id is not None:
-            passage = db.get_one(RunSpec, passage_id)
-            if passage.outcome is None:
-                _close(db, passage, request.outcome, request.ended_node)
-        graph = db.get_one(Graph, request.graph_id)
-        hooks = request.outcome == "completed" and _has_spec_completed_hooks(graph)
-        closed = SpecClosed(passage_id=passage_id, spec_completed_hooks=hooks)
-        if request.read_ahead and not hooks:
-            closed.ahead = _ahead(db, request.run_id, request.graph_id, None, None)
-        return closed
 
 
 def _closed_passage(db: Session, request: SpecClose) -> int | None:
@@ -419,68 +267,149 @@ def _closed_passage(db: Session, request: SpecClose) -> int | None:
     )
 
 
-def open_launch(
-    dispatch: NodeDispatch, guard: Callable[[str], WorktreeState]
-) -> DispatchOutcome | int:
-    """Before a node runs: the node run an earlier attempt of this launch recorded; else,
-    unless the dirty-tree guard (when asked, ``guard(workdir)``) finds the tree dirty, the
-    spec's claim and a new node run record. The node run's id, or why the node does not
-    launch.
+class RunRecords:
+    """GraphRunV2's store calls, as activities bound to the store they write: the
+    workflow runs them as local activities (so they are registered where it runs), except
+    :meth:`open_launch` and :meth:`record_node_end`, which the node activity calls
+    itself (on the agents host, in the same attempt as the node)."""
 
-    One transaction: the guard runs first, and its answer counts only for a launch not
-    recorded yet (a retried one finds the node's own edits in the tree).
-    """
-    state = guard(dispatch.workdir) if dispatch.guard else None
-    with open_store().transaction() as db:
-        recorded = _recorded_launch(db, dispatch.launch_key)
-        if recorded is not None:
-            return recorded
-        if state is not None and not state.clean:
-            return DispatchOutcome(dirty=state)
-        if _claim(db, dispatch.run_id, dispatch.spec) is None:
-            return DispatchOutcome(taken=True)
-        return _record_launch(
-            db,
-            dispatch.launch_key,
-            dispatch.run_id,
-            dispatch.spec_id,
-            dispatch.node.name,
-            dispatch.visit,
-        )
+    def __init__(self, store: Store) -> None:
+        self._store = store
 
+    @activity.defn
+    def read_ahead(self, request: ReadAhead) -> Ahead:
+        """What runs next, read now: the spec (given, or the next pending one), the node it
+        starts at (transitions resolved), and the graph's ``allow_dirty_start``."""
+        with self._store.transaction() as db:
+            return _ahead(db, request.run_id, request.graph_id, request.spec, request.node)
 
-@activity.defn
-def record_launch_end(launch_key: str, result: NodeResult) -> None:
-    """Record how a launch ended when its activity could not (it was cancelled by a stop,
-    or failed): nothing to do if it never recorded a node run."""
-    with open_store().transaction() as db:
-        node_run = db.scalar(select(NodeRun).where(NodeRun.launch_key == launch_key))
-        if node_run is not None and node_run.status == "running":
-            _record_end(node_run, result)
+    @activity.defn
+    def close_spec(self, request: SpecClose) -> SpecClosed:
+        """Close the spec's passage, then read ahead when asked, unless ``on_spec_completed``
+        hooks fire first (they may take long, and what runs next is read after them).
 
+        A spec that ends for good (completed, failed, skipped) with no passage open is
+        claimed first: a skip, a spec whose first node is gone, or a launch that failed
+        before it claimed; ``taken`` if another run holds it. An interrupted or limited spec
+        with no passage open was never claimed, and stays pending with nothing to close.
 
-def record_node_end(node_run_id: int, result: NodeResult) -> None:
-    """Record how a node run ended (the node activity, right after the node)."""
-    with open_store().transaction() as db:
-        _record_end(db.get_one(NodeRun, node_run_id), result)
+        Idempotent: a retried attempt finds the passage its first attempt closed (the spec
+        is no longer pending, so it is not claimed again).
+        """
+        with self._store.transaction() as db:
+            passage_id = _open_passage(db, request.run_id, request.spec.spec_id)
+            if passage_id is None and request.outcome in FINAL_OUTCOMES:
+                passage_id = claim(db, request.run_id, request.spec) or _closed_passage(db, request)
+                if passage_id is None:
+                    return SpecClosed(passage_id=None, taken=True)
+            if passage_id is not None:
+                passage = db.get_one(RunSpec, passage_id)
+                if passage.outcome is None:
+                    close_passage(db, passage, request.outcome, request.ended_node)
+            graph = db.get_one(Graph, request.graph_id)
+            hooks = request.outcome == "completed" and has_spec_completed_hooks(graph)
+            closed = SpecClosed(passage_id=passage_id, spec_completed_hooks=hooks)
+            if request.read_ahead and not hooks:
+                closed.ahead = _ahead(db, request.run_id, request.graph_id, None, None)
+            return closed
 
+    @activity.defn
+    def record_launch_end(self, end: LaunchEnd) -> None:
+        """Record how a launch ended when its activity could not (it was cancelled by a stop,
+        or failed): nothing to do if it never recorded a node run."""
+        with self._store.transaction() as db:
+            node_run = db.scalar(select(NodeRun).where(NodeRun.launch_key == end.launch_key))
+            if node_run is not None and node_run.status == "running":
+                _record_end(node_run, end.result)
 
-LOCAL: list[Callable[..., Any]] = [
-    read_ahead,
-    close_spec,
-    record_launch_end,
-    queue_settlement,
-    settle_run,
-]
-"""GraphRunV2's store calls: local activities, so registered where the workflow runs."""
+    @activity.defn
+    def queue_settlement(self, request: RunRef) -> dict[str, Any] | None:
+        """For a drained queue run: ``None`` if every member completed, was skipped or is held
+        by another active run, else the blocker naming the members that did not complete
+        (DESIGN §6.6). A member another run holds is not this run's failure; the blocker
+        names the run that has it. Its ``node`` is the node that ended the first failed
+        member (``{{node}}`` of ``on_failed``)."""
+        with self._store.transaction() as db:
+            run = db.get_one(Run, request.run_id)
+            rows = db.execute(
+                select(Spec.id, Spec.name, Spec.status)
+                .join(QueueMember, QueueMember.spec_id == Spec.id)
+                .where(QueueMember.queue_id == run.queue_id)
+                .order_by(QueueMember.position)
+            ).all()
+            held = _held_elsewhere(db, run, [spec_id for spec_id, _, _ in rows])
+            unfinished = [
+                (spec_id, name, status)
+                for spec_id, name, status in rows
+                if status not in ("completed", "skipped") and spec_id not in held
+            ]
+            failed = [spec_id for spec_id, _, status in unfinished if status == "failed"]
+            node = _ended_node(db, failed[0]) if failed else None
+        if not unfinished:
+            return None
+        names = ", ".join(f"{name} ({spec_id}: {status})" for spec_id, name, status in unfinished)
+        elsewhere = "".join(f"; {message}" for message in held.values())
+        blocker: dict[str, Any] = {
+            "kind": "queue_failed",
+            "message": f"{len(unfinished)} queue member(s) did not complete: {names}{elsewhere}",
+            "failed_specs": [spec_id for spec_id, _, _ in unfinished],
+        }
+        if node is not None:
+            blocker["node"] = node
+        if held:
+            blocker["held_elsewhere"] = list(held.values())
+        return blocker
 
-ALL: list[Callable[..., Any]] = [
-    next_spec,
-    begin_spec,
-    load_node,
-    start_node_run,
-    finish_node_run,
-    finish_spec,
-    settle_run,
-    queue_settlement,
-]
+    @activity.defn
+    def settle_run(self, settlement: RunSettlement) -> None:
+        """Write the run's and the graph's final status (and blocker) together.
+
+        The summary carries the run's counts and, under ``held_elsewhere``, which of its specs
+        another run is still running, so a run that passed specs over says where they went;
+        the signals it ignored (``ignored_signals``) stay.
+        """
+        with self._store.transaction() as db:
+            run = set_run_status(db, settlement.run_id, settlement.status, settlement.blocker)
+            run.ended_at = utcnow()
+            summary = settlement.counts.model_dump()
+            held = _held_elsewhere(db, run, _scope(db, run))
+            if held:
+                summary["held_elsewhere"] = list(held.values())
+            ignored = (run.summary or {}).get(IGNORED_SIGNALS)
+            if ignored:
+                summary[IGNORED_SIGNALS] = ignored
+            run.summary = summary
+
+    def open_launch(
+        self, dispatch: NodeDispatch, guard: Callable[[str], WorktreeState]
+    ) -> DispatchOutcome | int:
+        """Before a node runs: the node run an earlier attempt of this launch recorded; else,
+        unless the dirty-tree guard (when asked, ``guard(workdir)``) finds the tree dirty, the
+        spec's claim and a new node run record. The node run's id, or why the node does not
+        launch.
+
+        One transaction: the guard runs first, and its answer counts only for a launch not
+        recorded yet (a retried one finds the node's own edits in the tree).
+        """
+        state = guard(dispatch.workdir) if dispatch.guard else None
+        with self._store.transaction() as db:
+            recorded = recorded_launch(db, dispatch.launch_key)
+            if recorded is not None:
+                return recorded
+            if state is not None and not state.clean:
+                return DispatchOutcome(dirty=state)
+            if claim(db, dispatch.run_id, dispatch.spec) is None:
+                return DispatchOutcome(taken=True)
+            return record_launch(
+                db,
+                dispatch.launch_key,
+                dispatch.run_id,
+                dispatch.spec_id,
+                dispatch.node.name,
+                dispatch.visit,
+            )
+
+    def record_node_end(self, node_run_id: int, result: NodeResult) -> None:
+        """Record how a node run ended (the node activity, right after the node)."""
+        with self._store.transaction() as db:
+            _record_end(db.get_one(NodeRun, node_run_id), result)

@@ -12,12 +12,11 @@ error; so is anything that keeps the node from starting, with the reason recorde
 """
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable
 
 from temporalio import activity
 
-from canopy.activities import bookkeeping
+from canopy.activities.bookkeeping import RunRecords
 from canopy.activities.detached import (
     Command,
     LaunchError,
@@ -34,18 +33,18 @@ from canopy.graphs import markers
 from canopy.graphs.model import AgentNode, CommandNode, EnsembleNode
 from canopy.paths import run_log_dir
 from canopy.platforms import Platform, get_platform, limit_wait, load_stall_minutes
-from canopy.store.engine import open_store
+from canopy.store.engine import Store
 from canopy.store.models import Spec
 from canopy.temporal.client import this_host
 from canopy.timefmt import utcnow
 from canopy.workdir import worktree_state
 
 
-def node_marker_values(launch: NodeLaunch) -> dict[str, str | None]:
+def node_marker_values(store: Store, launch: NodeLaunch) -> dict[str, str | None]:
     """Marker values for a node prompt or command: graph, spec, body and its sections.
 
     A store read: the node activities run it on a thread, off the worker's event loop."""
-    with open_store().transaction() as db:
+    with store.transaction() as db:
         spec = db.get_one(Spec, launch.spec_id)
         name, body = spec.name, spec.body
     values: dict[str, str | None] = dict(specformat.read_body(body).sections)
@@ -67,98 +66,107 @@ def node_files(launch: NodeLaunch) -> ProcessFiles:
     return ProcessFiles(run_log_dir(launch.run_id, "nodes", launch.node_run_id), about)
 
 
-@activity.defn
-async def run_agent_node(launch: NodeLaunch) -> NodeResult:
-    """Launch the node's agent with its rendered prompt on stdin (resuming a session if
-    asked), or adopt the launch an earlier attempt made."""
-    node = launch.node
-    if not isinstance(node, AgentNode | EnsembleNode):
-        raise Refused(f"node {node.name} is not an agent node")
-    agent = launch.agent()
-    files = node_files(launch)
-    try:
-        platform = get_platform(agent.platform)
-        stall = node.stall_minutes if node.stall_minutes is not None else load_stall_minutes()
-    except Refused as refusal:
-        return _not_started(launch, files, refusal, agent.platform)
-    watcher = OutputWatcher(files.output, platform, launch.resume_session_id)
-    values = await asyncio.to_thread(node_marker_values, launch)
+class NodeActivities:
+    """The node activities, bound to the store they read specs from and record node runs
+    in. ``dispatch_node`` is ``GraphRunV2``'s; the legacy ``GraphRun`` launches
+    ``run_agent_node`` and ``run_command_node`` itself."""
 
-    def command() -> Command:
-        prompt = markers.render(node.prompt, values, markers.NODE_MARKERS)
-        invocation = platform.build_invocation(
-            prompt, model=agent.model, effort=agent.effort, resume_session_id=watcher.session_id
-        )
-        env = node_env(launch, values)
-        return Command(invocation.argv, launch.workdir, env, invocation.stdin)
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._records = RunRecords(store)
 
-    def launch_or_adopt() -> Awaitable[ProcessEnd]:
-        return run_once(
-            files,
-            command,
-            timeout_minutes=node.timeout_minutes,
-            watcher=watcher,
-            stall_minutes=stall,
-        )
+    @activity.defn
+    async def dispatch_node(self, dispatch: NodeDispatch) -> DispatchOutcome:
+        """One node launch with its bookkeeping, in one round trip (``GraphRunV2``): the
+        dirty-tree guard when asked (nothing launches on a dirty tree), the spec's claim
+        (nothing launches if another run holds it), the node run's record, the node, and the
+        record of its end.
 
-    try:
-        end = await launch_or_adopt()
-        if end.lost:  # the machine went down under it: the agent resumes its own session
-            files.set_lost_aside()
+        A retried attempt finds the node run its first attempt recorded and adopts the
+        process (see the module docstring) instead of guarding and launching again: by then
+        the tree holds the node's own edits.
+        """
+        opened = await asyncio.to_thread(self._records.open_launch, dispatch, worktree_state)
+        if isinstance(opened, DispatchOutcome):
+            return opened
+        launch = dispatch.recorded(opened)
+        match launch.node:
+            case CommandNode():
+                result = await self.run_command_node(launch)
+            case AgentNode() | EnsembleNode():
+                result = await self.run_agent_node(launch)
+        await asyncio.to_thread(self._records.record_node_end, opened, result)
+        return DispatchOutcome(result=result)
+
+    @activity.defn
+    async def run_agent_node(self, launch: NodeLaunch) -> NodeResult:
+        """Launch the node's agent with its rendered prompt on stdin (resuming a session if
+        asked), or adopt the launch an earlier attempt made."""
+        node = launch.node
+        if not isinstance(node, AgentNode | EnsembleNode):
+            raise Refused(f"node {node.name} is not an agent node")
+        agent = launch.agent()
+        files = node_files(launch)
+        try:
+            platform = get_platform(agent.platform)
+            stall = node.stall_minutes if node.stall_minutes is not None else load_stall_minutes()
+        except Refused as refusal:
+            return _not_started(launch, files, refusal, agent.platform)
+        watcher = OutputWatcher(files.output, platform, launch.resume_session_id)
+        values = await asyncio.to_thread(node_marker_values, self._store, launch)
+
+        def command() -> Command:
+            prompt = markers.render(node.prompt, values, markers.NODE_MARKERS)
+            invocation = platform.build_invocation(
+                prompt, model=agent.model, effort=agent.effort, resume_session_id=watcher.session_id
+            )
+            env = node_env(launch, values)
+            return Command(invocation.argv, launch.workdir, env, invocation.stdin)
+
+        def launch_or_adopt() -> Awaitable[ProcessEnd]:
+            return run_once(
+                files,
+                command,
+                timeout_minutes=node.timeout_minutes,
+                watcher=watcher,
+                stall_minutes=stall,
+            )
+
+        try:
             end = await launch_or_adopt()
-    except (Refused, LaunchError) as error:
-        return _not_started(launch, files, error, agent.platform)
-    return node_result(launch, files, end, watcher, platform)
+            if end.lost:  # the machine went down under it: the agent resumes its own session
+                files.set_lost_aside()
+                end = await launch_or_adopt()
+        except (Refused, LaunchError) as error:
+            return _not_started(launch, files, error, agent.platform)
+        return node_result(launch, files, end, watcher, platform)
 
+    @activity.defn
+    async def run_command_node(self, launch: NodeLaunch) -> NodeResult:
+        """Run the node's shell command in the workdir (markers read from the environment),
+        or adopt the run an earlier attempt started."""
+        node = launch.node
+        if not isinstance(node, CommandNode):
+            raise Refused(f"node {node.name} is not a command node")
+        files = node_files(launch)
+        watcher = OutputWatcher(files.output, None, None)
+        values = await asyncio.to_thread(node_marker_values, self._store, launch)
 
-@activity.defn
-async def run_command_node(launch: NodeLaunch) -> NodeResult:
-    """Run the node's shell command in the workdir (markers read from the environment),
-    or adopt the run an earlier attempt started."""
-    node = launch.node
-    if not isinstance(node, CommandNode):
-        raise Refused(f"node {node.name} is not a command node")
-    files = node_files(launch)
-    watcher = OutputWatcher(files.output, None, None)
-    values = await asyncio.to_thread(node_marker_values, launch)
+        def command() -> Command:
+            rendered, env = markers.shell_command(
+                node.command, values, markers.NODE_MARKERS, markers.NODE_ENV_PREFIX
+            )
+            return Command(
+                ["/bin/sh", "-c", rendered], launch.workdir, {**env, **node_env(launch, values)}
+            )
 
-    def command() -> Command:
-        rendered, env = markers.shell_command(
-            node.command, values, markers.NODE_MARKERS, markers.NODE_ENV_PREFIX
-        )
-        return Command(
-            ["/bin/sh", "-c", rendered], launch.workdir, {**env, **node_env(launch, values)}
-        )
-
-    try:
-        end = await run_once(files, command, timeout_minutes=node.timeout_minutes, watcher=watcher)
-    except (Refused, LaunchError) as error:
-        return _not_started(launch, files, error, None)
-    return node_result(launch, files, end, watcher, None)
-
-
-@activity.defn
-async def dispatch_node(dispatch: NodeDispatch) -> DispatchOutcome:
-    """One node launch with its bookkeeping, in one round trip (``GraphRunV2``): the
-    dirty-tree guard when asked (nothing launches on a dirty tree), the spec's claim
-    (nothing launches if another run holds it), the node run's record, the node, and the
-    record of its end.
-
-    A retried attempt finds the node run its first attempt recorded and adopts the
-    process (see the module docstring) instead of guarding and launching again: by then
-    the tree holds the node's own edits.
-    """
-    opened = await asyncio.to_thread(bookkeeping.open_launch, dispatch, worktree_state)
-    if isinstance(opened, DispatchOutcome):
-        return opened
-    launch = dispatch.recorded(opened)
-    match launch.node:
-        case CommandNode():
-            result = await run_command_node(launch)
-        case AgentNode() | EnsembleNode():
-            result = await run_agent_node(launch)
-    await asyncio.to_thread(bookkeeping.record_node_end, opened, result)
-    return DispatchOutcome(result=result)
+        try:
+            end = await run_once(
+                files, command, timeout_minutes=node.timeout_minutes, watcher=watcher
+            )
+        except (Refused, LaunchError) as error:
+            return _not_started(launch, files, error, None)
+        return node_result(launch, files, end, watcher, None)
 
 
 def node_result(
@@ -222,6 +230,3 @@ def node_env(launch: NodeLaunch, values: dict[str, str | None]) -> dict[str, str
         "CANOPY_RUN_ID": launch.run_id,
         "CANOPY_WORKDIR": launch.workdir,
     }
-
-
-ALL: list[Callable[..., Any]] = [dispatch_node, run_agent_node, run_command_node]

@@ -123,7 +123,7 @@ async def running_workers(client: Client) -> AsyncIterator[Callable[[], Awaitabl
     """The daemon's workers, running in-process on the task queues set now; yields a
     ``stop`` that shuts them down early (and is harmless to call twice)."""
     with worker.activity_threads() as threads:
-        workers = worker.build_workers(client, threads)
+        workers = worker.build_workers(client, open_store(), threads)
         tasks = [asyncio.create_task(w.run()) for w in workers]
 
         async def stop() -> None:

@@ -8,7 +8,8 @@ import pytest
 from sqlalchemy import func, select
 from temporalio.testing import ActivityEnvironment
 
-from canopy.activities.bookkeeping import close_spec, open_launch, start_node_run
+from canopy.activities.bookkeeping import RunRecords
+from canopy.activities.legacy import LegacyRunRecords
 from canopy.contracts.graph_run import (
     DispatchOutcome,
     NextSpec,
@@ -66,11 +67,17 @@ async def test_a_retried_start_node_run_finds_its_row_instead_of_adding_one(
     home_store: Store,
 ) -> None:
     run_id = a_run(home_store)
-    first = attempt("7", 1).run(start_node_run, run_id, "spec-x", "n", 1)
-    retried = attempt("7", 2).run(start_node_run, run_id, "spec-x", "n", 1)
+    first = attempt("7", 1).run(
+        LegacyRunRecords(home_store).start_node_run, run_id, "spec-x", "n", 1
+    )
+    retried = attempt("7", 2).run(
+        LegacyRunRecords(home_store).start_node_run, run_id, "spec-x", "n", 1
+    )
     assert retried == first
     assert node_runs(home_store) == 1
-    another_launch = attempt("9", 1).run(start_node_run, run_id, "spec-x", "n", 2)
+    another_launch = attempt("9", 1).run(
+        LegacyRunRecords(home_store).start_node_run, run_id, "spec-x", "n", 2
+    )
     assert another_launch != first
     assert node_runs(home_store) == 2
 
@@ -108,9 +115,13 @@ def passages(store: Store) -> list[tuple[str | None, str]]:
 def test_a_retried_launch_finds_its_node_run_whatever_the_tree(home_store: Store) -> None:
     run_id = a_run(home_store)
     (spec,) = make_specs(home_store, "alpha")
-    first = open_launch(a_dispatch(run_id, spec, "wf/1", guard=True), lambda _: CLEAN)
+    first = RunRecords(home_store).open_launch(
+        a_dispatch(run_id, spec, "wf/1", guard=True), lambda _: CLEAN
+    )
     assert isinstance(first, int)
-    retried = open_launch(a_dispatch(run_id, spec, "wf/1", guard=True), lambda _: DIRTY)
+    retried = RunRecords(home_store).open_launch(
+        a_dispatch(run_id, spec, "wf/1", guard=True), lambda _: DIRTY
+    )
     assert retried == first, "the tree now holds the node's own edits: not a dirty start"
     assert node_runs(home_store) == 1
     assert passages(home_store) == [(None, "in_progress")]
@@ -119,7 +130,9 @@ def test_a_retried_launch_finds_its_node_run_whatever_the_tree(home_store: Store
 def test_a_dirty_tree_launches_nothing_and_claims_nothing(home_store: Store) -> None:
     run_id = a_run(home_store)
     (spec,) = make_specs(home_store, "alpha")
-    outcome = open_launch(a_dispatch(run_id, spec, "wf/1", guard=True), lambda _: DIRTY)
+    outcome = RunRecords(home_store).open_launch(
+        a_dispatch(run_id, spec, "wf/1", guard=True), lambda _: DIRTY
+    )
     assert outcome == DispatchOutcome(dirty=DIRTY)
     assert (node_runs(home_store), passages(home_store)) == (0, [])
 
@@ -128,7 +141,7 @@ def test_a_dirty_tree_launches_nothing_and_claims_nothing(home_store: Store) -> 
 def test_a_retried_close_closes_one_passage(home_store: Store, outcome: SpecOutcome) -> None:
     run_id = a_run(home_store)
     (spec,) = make_specs(home_store, "alpha")
-    open_launch(a_dispatch(run_id, spec, "wf/1"), refuse_to_guard)
+    RunRecords(home_store).open_launch(a_dispatch(run_id, spec, "wf/1"), refuse_to_guard)
     with home_store.transaction() as db:
         graph_id = db.get_one(Run, run_id).graph_id
     request = SpecClose(
@@ -138,8 +151,8 @@ def test_a_retried_close_closes_one_passage(home_store: Store, outcome: SpecOutc
         outcome=outcome,
         ended_node="n",
     )
-    first = close_spec(request)
-    retried = close_spec(request)
+    first = RunRecords(home_store).close_spec(request)
+    retried = RunRecords(home_store).close_spec(request)
     assert not retried.taken, "its own earlier close, not another run's claim"
     if outcome == "completed":
         assert retried == first, "the same passage, for the hooks' occurrence"
@@ -158,5 +171,5 @@ def test_a_stop_before_any_claim_closes_nothing(home_store: Store) -> None:
         spec=NextSpec(spec_id=spec, name="alpha"),
         outcome="interrupted",
     )
-    assert close_spec(request) == SpecClosed(passage_id=None)
+    assert RunRecords(home_store).close_spec(request) == SpecClosed(passage_id=None)
     assert passages(home_store) == [], "the spec was never claimed, and stays pending"

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import select
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from canopy.activities import bookkeeping, run_state
+from canopy.activities.legacy import LegacyRunRecords
 from canopy.contracts.graph_run import NextSpec, RunCounts
 from canopy.errors import Refused
 from canopy.ops import queues, runs
@@ -266,6 +266,7 @@ async def test_a_spec_another_run_holds_is_passed_over_and_named_never_blamed(
     theirs = runs.prepare_run(store, make_graph(store, repo, nodes, "theirs"), queue=theirs_queue)
     mine_id, theirs_id = mine.start.run_id, theirs.start.run_id
     held = NextSpec(spec_id=alpha, name="alpha")
+    bookkeeping = LegacyRunRecords(store)  # a passage at a time, as GraphRun v1 records it
 
     passage = bookkeeping.begin_spec(theirs_id, held)
     assert passage is not None
@@ -299,9 +300,10 @@ async def test_a_spec_another_run_holds_is_passed_over_and_named_never_blamed(
 async def test_a_retried_reset_leaves_the_next_run_alone(store: Store, repo: Path) -> None:
     graph = make_graph(store, repo, [counting_node(repo.parent / "executions.txt")])
     first = runs.prepare_run(store, graph).start.run_id
-    run_state.reset_run(first)
+    legacy = LegacyRunRecords(store)
+    legacy.reset_run(first)
     second = runs.prepare_run(store, graph).start.run_id
-    run_state.reset_run(first)  # the first attempt's answer was lost: Temporal retries
+    legacy.reset_run(first)  # the first attempt's answer was lost: Temporal retries
     assert active_runs(store, graph) == [second]
     with store.transaction() as db:
         assert db.get_one(Graph, graph).status == "running"

@@ -19,6 +19,7 @@ Between specs the dirty-tree guard runs (in the next node's activity); a dirty t
 """
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, cast
 
@@ -26,18 +27,22 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
-    from canopy.activities import bookkeeping, nodes, run_state
+    from canopy.activities.bookkeeping import RunRecords
+    from canopy.activities.nodes import NodeActivities
+    from canopy.activities.run_state import RunControl
     from canopy.contracts.graph_run import (
         GRAPH_RUN_WORKFLOW,
         RUN_SEARCH_ATTRIBUTES,
         Ahead,
         DispatchOutcome,
+        LaunchEnd,
         NextSpec,
         NodeDispatch,
         NodeResult,
         NodeStep,
         ReadAhead,
         RunInput,
+        RunRef,
         RunState,
         RunStatus,
         SpecClose,
@@ -49,8 +54,10 @@ with workflow.unsafe.imports_passed_through():
         DIRTY,
         NODE_RETRY,
         TAKEN,
+        Answer,
         GraphRunCore,
         Plan,
+        Request,
         SpecEnd,
         continue_as_new_due,
         node_activity_timeout,
@@ -135,7 +142,7 @@ class GraphRun(GraphRunCore):
             if isinstance(after, str):
                 return after
             plan = after
-        await self._bookkeeping(run_state.reset_run, start.run_id)
+        await self._store(RunControl.reset_run, RunRef(run_id=start.run_id))
         self._set_details("**Reset**: the graph is idle again")
         self._mark(start, "reset", None)
         return "reset"
@@ -158,7 +165,7 @@ class GraphRun(GraphRunCore):
         while True:
             await workflow.wait_condition(lambda: len(self._ignored) > self._ignored_recorded)
             ignored = self._ignored[self._ignored_recorded]
-            await self._bookkeeping(run_state.record_ignored_signal, ignored)
+            await self._store(RunControl.record_ignored_signal, ignored)
             self._ignored_recorded += 1
 
     async def _run_spec(
@@ -250,8 +257,8 @@ class GraphRun(GraphRunCore):
             visit=visit,
             guard=guard,
         )
-        handle = workflow.start_activity(
-            nodes.dispatch_node,
+        handle = workflow.start_activity_method(
+            NodeActivities.dispatch_node,
             dispatch,
             task_queue=start.agents_task_queue,
             start_to_close_timeout=node_activity_timeout(step),
@@ -265,13 +272,15 @@ class GraphRun(GraphRunCore):
             if done.result is None:
                 raise NotLaunched(done)
             return self._stopped(done.result, stopping)
-        await self._bookkeeping(bookkeeping.record_launch_end, launch_key, done)
+        await self._store(
+            RunRecords.record_launch_end, LaunchEnd(launch_key=launch_key, result=done)
+        )
         return self._stopped(done, stopping)
 
     async def _read_ahead(self, start: RunInput, spec: NextSpec | None, node: str | None) -> Ahead:
         """What runs next, read now (see :class:`ReadAhead`)."""
         request = ReadAhead(run_id=start.run_id, graph_id=start.graph_id, spec=spec, node=node)
-        ahead: Ahead = await self._bookkeeping(bookkeeping.read_ahead, request)
+        ahead = await self._store(RunRecords.read_ahead, request)
         self._pending = ahead.pending
         return ahead
 
@@ -292,17 +301,17 @@ class GraphRun(GraphRunCore):
             ended_node=node,
             read_ahead=read_ahead,
         )
-        closed: SpecClosed = await self._bookkeeping(bookkeeping.close_spec, request)
+        closed = await self._store(RunRecords.close_spec, request)
         if closed.ahead.read:
             self._pending = closed.ahead.pending
         return closed
 
-    async def _bookkeeping(self, activity: Any, *args: Any) -> Any:
+    async def _store(self, call: Callable[[Any, Request], Answer], request: Request) -> Answer:
         """A store call as a local activity: in this worker, within the workflow task,
         recorded as one marker (retried until the store answers)."""
-        return await workflow.execute_local_activity(
-            activity,
-            args=list(args),
+        return await workflow.execute_local_activity_method(
+            call,
+            request,
             start_to_close_timeout=BOOKKEEPING_TIMEOUT,
-            summary=f"store: {activity.__name__}",
+            summary=f"store: {call.__name__}",
         )

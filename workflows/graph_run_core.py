@@ -2,23 +2,26 @@
 continuing, usage-limit waits, ensemble failover, hooks and settling (DESIGN §6).
 
 Deterministic orchestration only. A type says how it reaches the store and launches a
-node (:meth:`GraphRunCore._bookkeeping`, :meth:`GraphRunCore._run_node`) and how it walks
+node (:meth:`GraphRunCore._store`, :meth:`GraphRunCore._run_node`) and how it walks
 the specs; ``GraphRunV2`` (:mod:`canopy.workflows.graph_run`) is the one runs start as, and
 ``GraphRun`` (:mod:`canopy.workflows.graph_run_v1`) drains the runs started before it.
 """
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
+from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
-    from canopy.activities import bookkeeping, hooks, run_state, worktree
+    from canopy.activities import hooks, worktree
+    from canopy.activities.bookkeeping import RunRecords
+    from canopy.activities.run_state import RunControl
     from canopy.contracts.graph_run import (
         SIGNAL_CONTINUE,
         SIGNAL_PAUSE,
@@ -27,15 +30,23 @@ with workflow.unsafe.imports_passed_through():
         SIGNAL_STOP,
         Ahead,
         ContinueRequest,
+        DirectedSpec,
+        GraphRef,
+        GroupSessionQuery,
         HookFiring,
         IgnoredSignal,
         IgnoredSignalRecord,
         NextSpec,
         NodeResult,
         NodeStep,
+        ResumeSchedule,
         RunInput,
+        RunPause,
+        RunRef,
+        RunSettlement,
         RunState,
         RunStatus,
+        WorkdirRef,
         node_timeout_minutes,
         read_control,
     )
@@ -57,6 +68,8 @@ NODE_RETRY = RetryPolicy(
 
 
 T = TypeVar("T")
+Request = TypeVar("Request", bound=BaseModel)
+Answer = TypeVar("Answer")
 
 
 @dataclass
@@ -219,11 +232,11 @@ class GraphRunCore:
 
     async def _guard(self, start: RunInput, upcoming: NextSpec) -> dict[str, Any] | None:
         """The dirty-tree blocker for ``upcoming``, or ``None`` when the run may go on."""
-        if await self._bookkeeping(run_state.allows_dirty_start, start.graph_id):
+        if await self._store(RunControl.allows_dirty_start, GraphRef(graph_id=start.graph_id)):
             return None
         state = await workflow.execute_activity(
             worktree.check_worktree,
-            start.workdir,
+            WorkdirRef(workdir=start.workdir),
             task_queue=start.agents_task_queue,
             start_to_close_timeout=GIT_TIMEOUT,
             summary=f"git status before {upcoming.name}",
@@ -243,7 +256,7 @@ class GraphRunCore:
         self._status.waiting_for = f"continue ({blocker['kind']})"
         self._set_details(details.blocked(blocker))
         self._mark(start, "paused", blocker["kind"])
-        await self._bookkeeping(run_state.pause_run, start.run_id, blocker)
+        await self._store(RunControl.pause_run, RunPause(run_id=start.run_id, blocker=blocker))
         if not self._parked:  # a re-check that stays paused is the same pause
             self._parked = True
             self._parks += 1
@@ -275,9 +288,8 @@ class GraphRunCore:
             if request.mode == "run_from_node":
                 spec = upcoming
                 if request.spec_id is not None and request.spec_id != upcoming.spec_id:
-                    spec = await self._bookkeeping(
-                        run_state.spec_for_run, start.run_id, request.spec_id
-                    )
+                    directed = DirectedSpec(run_id=start.run_id, spec_id=request.spec_id)
+                    spec = await self._store(RunControl.spec_for_run, directed)
                     harness_session = None
                 plan = Plan(
                     spec=spec,
@@ -298,7 +310,7 @@ class GraphRunCore:
             self._status.waiting_for = None
             self._parked = False
             self._mark(start, "running", None)
-            await self._bookkeeping(run_state.resume_run, start.run_id)
+            await self._store(RunControl.resume_run, RunRef(run_id=start.run_id))
             return plan
 
     async def _wait_out_limit(
@@ -312,7 +324,7 @@ class GraphRunCore:
         self._status.waiting_for = "usage limit reset"
         self._set_details(details.usage_limit(resume_at, self._status.counts, limit))
         self._mark(start, "usage_limit", None)
-        await self._bookkeeping(run_state.schedule_resume, start.run_id, resume_at)
+        await self._schedule_resume(start, resume_at)
         delay = max(resume_at - workflow.now(), timedelta(seconds=1))
         with contextlib.suppress(TimeoutError):
             await workflow.wait_condition(
@@ -321,8 +333,13 @@ class GraphRunCore:
         self._status.scheduled_resume_at = None
         self._status.waiting_for = None
         self._mark(start, "running", None)
-        await self._bookkeeping(run_state.schedule_resume, start.run_id, None)
+        await self._schedule_resume(start, None)
         return self._reset_requested or self._stop_requested
+
+    async def _schedule_resume(self, start: RunInput, resume_at: datetime | None) -> None:
+        """Record when the usage-limit wait ends (``None``: it ended), for ``graph info``."""
+        schedule = ResumeSchedule(run_id=start.run_id, resume_at=resume_at)
+        await self._store(RunControl.schedule_resume, schedule)
 
     async def _launch_step(
         self,
@@ -381,23 +398,24 @@ class GraphRunCore:
             return harness_session.id if harness_session.platform == platform else None
         if spec.group is None or start.queue_id is None:
             return None
-        found: str | None = await self._bookkeeping(
-            run_state.group_session, start.run_id, spec.group, step.name, platform
+        query = GroupSessionQuery(
+            run_id=start.run_id, group=spec.group, node=step.name, platform=platform
         )
-        return found
+        return await self._store(RunControl.group_session, query)
 
     async def _settle_drained(self, start: RunInput) -> str:
         """No runnable spec is left: settle by the queue's members, or complete."""
         if start.queue_id is None:
             return await self._settle(start, "completed", None)
-        unfinished = await self._bookkeeping(bookkeeping.queue_settlement, start.run_id)
+        unfinished = await self._store(RunRecords.queue_settlement, RunRef(run_id=start.run_id))
         return await self._settle(start, "failed" if unfinished else "completed", unfinished)
 
     async def _settle(self, start: RunInput, status: str, blocker: dict[str, Any] | None) -> str:
         """Write the final status of the run and the graph."""
-        await self._bookkeeping(
-            bookkeeping.settle_run, start.run_id, status, blocker, self._status.counts
+        settlement = RunSettlement(
+            run_id=start.run_id, status=status, blocker=blocker, counts=self._status.counts
         )
+        await self._store(RunRecords.settle_run, settlement)
         self._set_details(details.settled(status, self._status.counts, blocker))
         self._mark(start, cast(RunState, status), blocker["kind"] if blocker else None)
         if status == "completed" and self._status.counts.completed > 0:
@@ -498,8 +516,9 @@ class GraphRunCore:
         """Launch one node run and record it (stoppable by signal)."""
         raise NotImplementedError
 
-    async def _bookkeeping(self, activity: Any, *args: Any) -> Any:
-        """A store activity's result."""
+    async def _store(self, call: Callable[[Any, Request], Answer], request: Request) -> Answer:
+        """What the store call ``call`` (a method of :class:`RunControl` or
+        :class:`RunRecords`) answers to ``request``."""
         raise NotImplementedError
 
     def _mark(self, start: RunInput, state: RunState, blocker_kind: str | None) -> None:

@@ -7,13 +7,15 @@ once no run of this type is left (``temporal workflow list --query
 "WorkflowType='GraphRun' AND ExecutionStatus='Running'"``).
 """
 
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from canopy.activities import bookkeeping, nodes, run_state
+    from canopy.activities.legacy import LegacyRunRecords
+    from canopy.activities.nodes import NodeActivities
     from canopy.contracts.graph_run import (
         LEGACY_GRAPH_RUN_WORKFLOW,
         NextSpec,
@@ -28,14 +30,19 @@ with workflow.unsafe.imports_passed_through():
     from canopy.workflows.graph_run_core import (
         NODE_RETRY,
         TAKEN,
+        Answer,
         GraphRunCore,
         HarnessSession,
         Plan,
+        Request,
         SpecEnd,
         node_activity_timeout,
         where_next,
     )
     from canopy.workflows.timeouts import BOOKKEEPING_TIMEOUT
+
+Params = ParamSpec("Params")
+Returned = TypeVar("Returned")
 
 
 @workflow.defn(name=LEGACY_GRAPH_RUN_WORKFLOW)
@@ -54,7 +61,7 @@ class LegacyGraphRun(GraphRunCore):
                 plan = await self._boundary(start, plan)
                 if self._reset_requested:
                     break
-            spec = plan.spec or await self._bookkeeping(bookkeeping.next_spec, start.run_id)
+            spec = plan.spec or await self._legacy(LegacyRunRecords.next_spec, start.run_id)
             if spec is None:
                 return await self._settle_drained(start)
             if plan.skip:
@@ -69,13 +76,13 @@ class LegacyGraphRun(GraphRunCore):
             if isinstance(after, str):
                 return after
             plan = after
-        await self._bookkeeping(run_state.reset_run, start.run_id)
+        await self._legacy(LegacyRunRecords.reset_run, start.run_id)
         self._set_details("reset")
         return "reset"
 
     async def _boundary(self, start: RunInput, plan: Plan) -> Plan:
         """Between specs: honour a pause request, then run the dirty-tree guard."""
-        upcoming = plan.spec or await self._bookkeeping(bookkeeping.next_spec, start.run_id)
+        upcoming = plan.spec or await self._legacy(LegacyRunRecords.next_spec, start.run_id)
         if upcoming is None:
             return Plan(guarded=False)
         if self._pause_requested:
@@ -94,10 +101,10 @@ class LegacyGraphRun(GraphRunCore):
 
     async def _skip(self, start: RunInput, spec: NextSpec) -> SpecEnd:
         """Mark a spec skipped (``continue --mode skip_next_spec``)."""
-        passage = await self._bookkeeping(bookkeeping.begin_spec, start.run_id, spec)
+        passage = await self._legacy(LegacyRunRecords.begin_spec, start.run_id, spec)
         if passage is None:
             return SpecEnd(TAKEN)
-        await self._bookkeeping(bookkeeping.finish_spec, passage, "skipped", None)
+        await self._legacy(LegacyRunRecords.finish_spec, passage, "skipped", None)
         return SpecEnd("skipped")
 
     async def _run_spec(
@@ -109,7 +116,7 @@ class LegacyGraphRun(GraphRunCore):
     ) -> SpecEnd:
         """Walk the nodes for one spec from ``first_node``; how the passage ended."""
         self._show(spec, None)
-        passage = await self._bookkeeping(bookkeeping.begin_spec, start.run_id, spec)
+        passage = await self._legacy(LegacyRunRecords.begin_spec, start.run_id, spec)
         if passage is None:
             self._show(None, None)
             return SpecEnd(TAKEN)
@@ -117,7 +124,7 @@ class LegacyGraphRun(GraphRunCore):
         node_name = first_node
         end = SpecEnd("failed")
         while True:
-            step = await self._bookkeeping(bookkeeping.load_node, start.graph_id, node_name)
+            step = await self._legacy(LegacyRunRecords.load_node, start.graph_id, node_name)
             if step is None:
                 end = SpecEnd("failed", node_name)
                 break
@@ -132,7 +139,7 @@ class LegacyGraphRun(GraphRunCore):
                 end = after
                 break
             node_name = after
-        has_hooks = await self._bookkeeping(bookkeeping.finish_spec, passage, end.outcome, end.node)
+        has_hooks = await self._legacy(LegacyRunRecords.finish_spec, passage, end.outcome, end.node)
         self._show(None, None)
         if end.outcome == "completed" and has_hooks:
             await self._fire_spec_completed(start, spec, passage)
@@ -148,8 +155,8 @@ class LegacyGraphRun(GraphRunCore):
         member: int | None,
     ) -> NodeResult:
         """Record, launch and record the end of one node run (stoppable by signal)."""
-        node_run_id = await self._bookkeeping(
-            bookkeeping.start_node_run, start.run_id, spec.spec_id, step.name, visit
+        node_run_id = await self._legacy(
+            LegacyRunRecords.start_node_run, start.run_id, spec.spec_id, step.name, visit
         )
         self._show(spec, step.name, node_run_id)
         launch = NodeLaunch(
@@ -166,10 +173,10 @@ class LegacyGraphRun(GraphRunCore):
         )
         match step.definition:
             case CommandNode():
-                runner = nodes.run_command_node
+                runner = NodeActivities.run_command_node
             case AgentNode() | EnsembleNode():
-                runner = nodes.run_agent_node
-        handle = workflow.start_activity(
+                runner = NodeActivities.run_agent_node
+        handle = workflow.start_activity_method(
             runner,
             launch,
             task_queue=start.agents_task_queue,
@@ -180,13 +187,23 @@ class LegacyGraphRun(GraphRunCore):
             summary=f"{spec.name} · {step.name} (visit {visit})",
         )
         result, stopping = await self._await_node(handle)
-        await self._bookkeeping(bookkeeping.finish_node_run, node_run_id, result)
+        await self._legacy(LegacyRunRecords.finish_node_run, node_run_id, result)
         return self._stopped(result, stopping)
 
-    async def _bookkeeping(self, activity: Any, *args: Any) -> Any:
+    async def _store(self, call: Callable[[Any, Request], Answer], request: Request) -> Answer:
+        """A shared store call, as the legacy activity of the same name: its arguments are
+        ``request``'s fields in order (see :mod:`canopy.activities.legacy`)."""
+        legacy: Callable[..., Answer] = getattr(LegacyRunRecords, call.__name__)
+        fields = [getattr(request, name) for name in type(request).model_fields]
+        return await self._legacy(legacy, *fields)
+
+    async def _legacy(
+        self,
+        call: Callable[Concatenate[LegacyRunRecords, Params], Returned],
+        *args: Params.args,
+        **kwargs: Params.kwargs,
+    ) -> Returned:
         """A store activity on the main queue (retried until the store answers)."""
-        return await workflow.execute_activity(
-            activity,
-            args=list(args),
-            start_to_close_timeout=BOOKKEEPING_TIMEOUT,
+        return await workflow.execute_activity_method(
+            call, args=list(args), start_to_close_timeout=BOOKKEEPING_TIMEOUT
         )

@@ -15,13 +15,17 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from canopy.activities import delivery
+    from canopy.activities.delivery import DeliveryActivities
+    from canopy.activities.legacy import LegacyDelivery
     from canopy.contracts.session_delivery import (
         SESSION_DELIVERY_WORKFLOW,
         SIGNAL_WAKE,
+        DeliveryFailure,
         DeliveryOutcome,
+        MessageRef,
         NextMessage,
         SessionDeliveryInput,
+        SessionRef,
     )
     from canopy.workflows.timeouts import BOOKKEEPING_TIMEOUT
 
@@ -33,6 +37,8 @@ TURN_RETRY = RetryPolicy(
     maximum_attempts=10,
 )
 """Retries cover lost workers: a retried delivery adopts the turn already running."""
+TYPED_DELIVERY_FAILURE = "typed-delivery-failure"
+"""The patch from ``give_up_message(message_id, error)`` to ``fail_delivery(DeliveryFailure)``."""
 MESSAGES_PER_EXECUTION = 50
 """Continue as new after this many deliveries, keeping each history small."""
 
@@ -55,9 +61,9 @@ class SessionDelivery:
         handled = 0
         while True:
             self._woken = False
-            upcoming: NextMessage | None = await workflow.execute_activity(
-                delivery.next_message,
-                start.session_id,
+            upcoming: NextMessage | None = await workflow.execute_activity_method(
+                DeliveryActivities.next_message,
+                SessionRef(session_id=start.session_id),
                 start_to_close_timeout=BOOKKEEPING_TIMEOUT,
             )
             if upcoming is None:
@@ -82,9 +88,9 @@ class SessionDelivery:
                 await workflow.sleep(max(retry_at - workflow.now(), timedelta(seconds=1)))
             workflow.set_current_details(f"delivering {message_id}")
             try:
-                outcome: DeliveryOutcome = await workflow.execute_activity(
-                    delivery.deliver_message,
-                    message_id,
+                outcome: DeliveryOutcome = await workflow.execute_activity_method(
+                    DeliveryActivities.deliver_message,
+                    MessageRef(message_id=message_id),
                     task_queue=upcoming.agents_task_queue,
                     start_to_close_timeout=TURN_TIMEOUT,
                     heartbeat_timeout=timedelta(seconds=start.heartbeat_timeout_seconds),
@@ -92,12 +98,24 @@ class SessionDelivery:
                     summary=f"deliver {message_id}",
                 )
             except ActivityError as error:
-                await workflow.execute_activity(
-                    delivery.give_up_message,
-                    args=[message_id, str(error.cause or error)],
-                    start_to_close_timeout=BOOKKEEPING_TIMEOUT,
-                )
+                await self._give_up(message_id, str(error.cause or error))
                 return
             if outcome.status != "waiting" or outcome.retry_at is None:
                 return
             retry_at = outcome.retry_at
+
+    async def _give_up(self, message_id: str, error: str) -> None:
+        """Record the message as failed; runs started before the failure took a model
+        call the legacy activity, as their histories did."""
+        if workflow.patched(TYPED_DELIVERY_FAILURE):
+            await workflow.execute_activity_method(
+                DeliveryActivities.fail_delivery,
+                DeliveryFailure(message_id=message_id, error=error),
+                start_to_close_timeout=BOOKKEEPING_TIMEOUT,
+            )
+            return
+        await workflow.execute_activity_method(
+            LegacyDelivery.give_up_message,
+            args=[message_id, error],
+            start_to_close_timeout=BOOKKEEPING_TIMEOUT,
+        )

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from canopy.contracts.inputs import BareValueAccepted
 from canopy.graphs.hooks import HookEvent
 from canopy.graphs.model import AgentConfig, AgentNode, EnsembleNode, Node
 from canopy.limits import NODE_TIMEOUT_MINUTES
@@ -251,6 +252,70 @@ class SpecClosed(BaseModel):
     taken: bool = False
     spec_completed_hooks: bool = False
     ahead: Ahead = Field(default_factory=lambda: Ahead(read=False))
+
+
+class WorkdirRef(BareValueAccepted):
+    """The workdir whose tree the dirty-tree guard checks."""
+
+    workdir: str
+
+
+class RunRef(BaseModel):
+    """A store call about one run (resume, reset)."""
+
+    run_id: str
+
+
+class GraphRef(BaseModel):
+    """A store call about one graph (its ``allow_dirty_start``, read fresh)."""
+
+    graph_id: str
+
+
+class RunPause(BaseModel):
+    """Pause a run with ``blocker`` stored on its graph."""
+
+    run_id: str
+    blocker: dict[str, Any]
+
+
+class ResumeSchedule(BaseModel):
+    """When a run's usage-limit wait ends (``None``: it ended)."""
+
+    run_id: str
+    resume_at: datetime | None
+
+
+class DirectedSpec(BaseModel):
+    """The spec a ``continue --spec`` names, for this run."""
+
+    run_id: str
+    spec_id: str
+
+
+class GroupSessionQuery(BaseModel):
+    """Which warm harness session a grouped spec resumes at ``node`` on ``platform``."""
+
+    run_id: str
+    group: str
+    node: str
+    platform: str
+
+
+class RunSettlement(BaseModel):
+    """A run's final status, its blocker and counts."""
+
+    run_id: str
+    status: str
+    blocker: dict[str, Any] | None
+    counts: RunCounts
+
+
+class LaunchEnd(BaseModel):
+    """How a launch ended when its node activity could not record it."""
+
+    launch_key: str
+    result: NodeResult
 
 
 class RunStatus(BaseModel):

@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from canopy.contracts.inputs import BareValueAccepted
+
 DeliveryStatus = Literal["delivered", "failed", "session_not_found", "waiting"]
 SIGNAL_WAKE = "wake"
 """Signal (with start) to a session's delivery workflow: a message may be waiting."""
@@ -43,3 +45,22 @@ class DeliveryOutcome(BaseModel):
 
     status: DeliveryStatus
     retry_at: datetime | None = None
+
+
+class SessionRef(BareValueAccepted):
+    """The session whose next message is asked for."""
+
+    session_id: str
+
+
+class MessageRef(BareValueAccepted):
+    """The message to deliver."""
+
+    message_id: str
+
+
+class DeliveryFailure(BaseModel):
+    """A message whose delivery kept failing, and the last error."""
+
+    message_id: str
+    error: str

@@ -1,0 +1,95 @@
+"""Activity inputs: one model per activity, and the calls runs started by older code make.
+
+Runs in flight across an upgrade reach activities with the payloads their code sent: the
+legacy ``GraphRun`` sends a shared store call's request fields positionally (to the
+activity of the same name in :mod:`canopy.activities.legacy`), and an activity task
+scheduled before an activity took a model carries the bare value it took then.
+"""
+
+import inspect
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+from temporalio.api.common.v1 import Payload
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from canopy.activities.bookkeeping import RunRecords
+from canopy.activities.delivery import DeliveryActivities
+from canopy.activities.legacy import LegacyDelivery, LegacyRunRecords
+from canopy.activities.run_state import RunControl
+from canopy.contracts.graph_run import WorkdirRef
+from canopy.contracts.session_delivery import DeliveryFailure, MessageRef, SessionRef
+from canopy.ops import notifications, sessions
+from canopy.store.engine import Store
+from canopy.worker import activities
+
+SHARED_CALLS = [
+    method
+    for owner in (RunRecords, RunControl)
+    for name, method in vars(owner).items()
+    if hasattr(LegacyRunRecords, name) and not name.startswith("_")
+]
+
+
+def request_model(method: object) -> type[BaseModel]:
+    """The one parameter's model of a typed activity method."""
+    (_, request) = inspect.signature(method, eval_str=True).parameters.values()  # type: ignore[arg-type]
+    annotation: type[BaseModel] = request.annotation
+    assert issubclass(annotation, BaseModel), method
+    return annotation
+
+
+def test_every_activity_takes_at_most_one_model_but_the_legacy_ones(store: Store) -> None:
+    hosted = activities(store)
+    for activity in [*hosted.main, *hosted.agents, *hosted.host_local]:
+        if isinstance(getattr(activity, "__self__", None), LegacyRunRecords | LegacyDelivery):
+            continue
+        parameters = list(inspect.signature(activity, eval_str=True).parameters.values())
+        assert len(parameters) <= 1, activity
+        for parameter in parameters:
+            assert issubclass(parameter.annotation, BaseModel), activity
+
+
+@pytest.mark.parametrize("typed", SHARED_CALLS, ids=lambda method: method.__name__)
+def test_a_legacy_call_takes_its_request_fields_in_order(typed: object) -> None:
+    legacy = getattr(LegacyRunRecords, typed.__name__)  # type: ignore[attr-defined]
+    parameters = list(inspect.signature(legacy).parameters)[1:]
+    assert parameters == list(request_model(typed).model_fields)
+
+
+@pytest.mark.parametrize(
+    ("model", "bare", "expected"),
+    [
+        (SessionRef, "ses-1", SessionRef(session_id="ses-1")),
+        (MessageRef, "msg-1", MessageRef(message_id="msg-1")),
+        (WorkdirRef, "/src/app", WorkdirRef(workdir="/src/app")),
+    ],
+)
+def test_a_task_scheduled_with_the_bare_value_still_decodes(
+    model: type[BaseModel], bare: str, expected: BaseModel
+) -> None:
+    converter = pydantic_data_converter.payload_converter
+    (old_payload,) = converter.to_payloads([bare])
+    assert converter.from_payloads([old_payload], [model]) == [expected]
+    (new_payload,) = converter.to_payloads([expected])
+    assert isinstance(new_payload, Payload)
+    assert converter.from_payloads([new_payload], [model]) == [expected]
+
+
+@pytest.mark.parametrize("legacy", [True, False], ids=["give_up_message", "fail_delivery"])
+def test_a_delivery_given_up_is_failed_recallable_and_notified(
+    store: Store, tmp_path: Path, legacy: bool
+) -> None:
+    session = sessions.session_new(store, "claude", workdir=str(tmp_path))
+    message = sessions.session_send(store, session["id"], "hello")
+    if legacy:
+        LegacyDelivery(store).give_up_message(message["id"], "boom")
+    else:
+        DeliveryActivities(store).fail_delivery(
+            DeliveryFailure(message_id=message["id"], error="boom")
+        )
+    failed = sessions.message_get(store, message["id"])
+    assert (failed["status"], failed["error"]) == ("failed", "delivery kept failing: boom")
+    (notice,) = notifications.notifications_list(store)["notifications"]
+    assert (notice["kind"], notice["message_id"]) == ("delivery_failed", message["id"])
