@@ -180,3 +180,49 @@ def test_upgrading_keeps_node_runs_and_gives_them_no_host(db_url: str) -> None:
         rows = connection.execute(text("SELECT node, status, host FROM node_runs")).all()
     store.close()
     assert [tuple(row) for row in rows] == [("check", "succeeded", None)]
+
+
+def test_upgrading_keeps_node_and_hook_runs_with_no_usage(db_url: str) -> None:
+    """Node runs and hook runs recorded before the usage ledger keep every field; what
+    they used is unknown (``NULL``), never a made-up zero."""
+    engine = _upgrade(db_url, "0007")
+    with engine.begin() as connection:
+        _insert_run(connection, "run-first", 1, "completed")
+        connection.execute(
+            text(
+                "INSERT INTO node_runs (run_id, spec_id, node, visit, platform, status,"
+                " exit_code, log_path, harness_session_id, host, started_at) VALUES"
+                " ('run-first', 'spec-1', 'implement', 2, 'claude', 'succeeded', 0,"
+                " '/logs/1', 'sess-1', 'box', '2026-01-01')"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO hook_runs (graph_id, run_id, event, hook_index, hook_config,"
+                " status, output, fire_key, started_at) VALUES ('graph-race0001',"
+                " 'run-first', 'on_completed', 0, '{\"command\": \"true\"}', 'succeeded',"
+                " 'ok', 'run-first:on_completed:settled:0', '2026-01-01')"
+            )
+        )
+    engine.dispose()
+    store = Store(db_url)
+    usage = "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,"
+    usage += " turns, duration_ms, model"
+    with store.engine.connect() as connection:
+        node_runs = connection.execute(
+            text(
+                "SELECT node, visit, platform, status, exit_code, log_path,"
+                f" harness_session_id, host, {usage} FROM node_runs"
+            )
+        ).all()
+        hook_runs = connection.execute(
+            text(f"SELECT event, status, output, fire_key, platform, {usage} FROM hook_runs")
+        ).all()
+    store.close()
+    nothing = (None,) * 8
+    assert [tuple(row) for row in node_runs] == [
+        ("implement", 2, "claude", "succeeded", 0, "/logs/1", "sess-1", "box", *nothing)
+    ]
+    assert [tuple(row) for row in hook_runs] == [
+        ("on_completed", "succeeded", "ok", "run-first:on_completed:settled:0", None, *nothing)
+    ]

@@ -8,7 +8,18 @@ these tables hold definitions and the readable record of what ran.
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from canopy.statuses import ACTIVE_RUN_STATUSES
@@ -150,7 +161,24 @@ class Run(Base):
     impossible whatever the callers do: the second insert of an active run fails."""
 
 
-class NodeRun(Base):
+class HarnessUsageColumns:
+    """What a run's harness reported it used (the ledger behind ``canopy usage``): each
+    column ``NULL`` when the harness did not say, never a guessed zero. Shared by node runs
+    and hook runs, which record the same."""
+
+    input_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """Uncached input tokens."""
+    output_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    cache_read_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    cache_write_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """Only when the harness prices the run (Claude Code does)."""
+    turns: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+
+
+class NodeRun(HarnessUsageColumns, Base):
     """One launch of one node for one spec inside a run."""
 
     __tablename__ = "node_runs"
@@ -200,7 +228,7 @@ class RunSpec(Base):
     __table_args__ = (Index("ix_run_specs_run", "run_id", "id"),)
 
 
-class HookRun(Base):
+class HookRun(HarnessUsageColumns, Base):
     """One firing of one hook: what fired (an exact copy of its config), for which event
     and spec, and how it went. ``fire_key`` makes firing idempotent across retries."""
 
@@ -214,6 +242,8 @@ class HookRun(Base):
     event: Mapped[str] = mapped_column(String(32))
     hook_index: Mapped[int] = mapped_column(Integer)
     hook_config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    platform: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """An agent hook's platform (none for command and interactive hooks)."""
     spec_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     status: Mapped[str] = mapped_column(String(32))
     output: Mapped[str | None] = mapped_column(Text, nullable=True)
