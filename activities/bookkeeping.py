@@ -19,6 +19,7 @@ from sqlalchemy import CursorResult, Select, func, null, select, update
 from sqlalchemy.orm import Session
 from temporalio import activity
 
+from canopy.activities.ledger import record_usage
 from canopy.contracts.graph_run import (
     Ahead,
     DispatchOutcome,
@@ -175,6 +176,7 @@ def _record_end(node_run: NodeRun, result: NodeResult) -> None:
     node_run.platform = result.platform
     node_run.host = result.host
     node_run.error = result.error
+    record_usage(node_run, result.usage)
     node_run.ended_at = utcnow()
 
 

@@ -17,12 +17,14 @@ not queued again. Hook runs already finished are left as they are.
 import asyncio
 import copy
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from temporalio import activity
 
+from canopy.activities import ledger
 from canopy.activities.detached import (
     Command,
     LaunchError,
@@ -37,7 +39,7 @@ from canopy.contracts.graph_run import HookFiring
 from canopy.errors import Refused
 from canopy.graphs import markers
 from canopy.graphs.hooks import SPEC_EVENTS
-from canopy.graphs.model import AgentHook, CommandHook, InteractiveHook, stored_hook
+from canopy.graphs.model import AgentHook, CommandHook, Hook, InteractiveHook, stored_hook
 from canopy.ops.session_wake import wake_session
 from canopy.ops.sessions import enqueue_hook_message
 from canopy.paths import run_log_dir
@@ -169,27 +171,49 @@ async def run_and_record(
 ) -> None:
     """Run one hook and record how it went; any error becomes a failed hook run."""
     files: ProcessFiles | None = None
+    parsed: Hook | None = None
     try:
         files = hook_files(firing.run_id, hook_run_id)
-        status, output, error = await run_hook(hook, values, firing, files, hook_run_id)
+        parsed = stored_hook(hook)
+        status, output, error = await run_hook(parsed, values, firing, files, hook_run_id)
     except (Refused, LaunchError) as failure:  # a hook's failure is recorded, never raised
         status, output, error = "failed", None, str(failure)
     except Exception as failure:
         status, output, error = "failed", None, f"{type(failure).__name__}: {failure}"
     log = files.output if files is not None and files.output.exists() else None
-    await asyncio.to_thread(record_hook_end, hook_run_id, status, output, error, log)
+    platform = parsed.platform if isinstance(parsed, AgentHook) else None
+    await asyncio.to_thread(
+        record_hook_end, hook_run_id, HookEnd(status, output, error, log, platform)
+    )
 
 
-def record_hook_end(
-    hook_run_id: int, status: str, output: str | None, error: str | None, log: Path | None
-) -> None:
-    """Write how a hook run ended."""
+@dataclass(frozen=True)
+class HookEnd:
+    """How a hook run ended: its status, kept output, error and log, and for an agent hook
+    its platform (whose adapter reads what the harness used from the log)."""
+
+    status: str
+    output: str | None
+    error: str | None
+    log: Path | None
+    platform: str | None = None
+
+
+def record_hook_end(hook_run_id: int, end: HookEnd) -> None:
+    """Write how a hook run ended, with what an agent hook's harness reported it used."""
+    try:
+        platform = get_platform(end.platform) if end.platform else None
+    except Refused:  # the hook failed on it already; its run is recorded all the same
+        platform = None
+    usage = ledger.logged_usage(platform, end.log)
     with open_store().transaction() as db:
         hook_run = db.get_one(HookRun, hook_run_id)
-        hook_run.status = status
-        hook_run.output = output
-        hook_run.error = error
-        hook_run.log_path = str(log) if log else None
+        hook_run.status = end.status
+        hook_run.output = end.output
+        hook_run.error = end.error
+        hook_run.log_path = str(end.log) if end.log else None
+        hook_run.platform = end.platform
+        ledger.record_usage(hook_run, usage)
         hook_run.ended_at = utcnow()
 
 
@@ -199,7 +223,7 @@ def hook_files(run_id: str, hook_run_id: int) -> ProcessFiles:
 
 
 async def run_hook(
-    hook: dict[str, Any],
+    hook: Hook,
     values: dict[str, str | None],
     firing: HookFiring,
     files: ProcessFiles,
@@ -207,7 +231,7 @@ async def run_hook(
 ) -> tuple[str, str | None, str | None]:
     """Run a hook (as stored, or as its hook run copied it) in its mode;
     ``(status, output, error)``."""
-    match stored_hook(hook):
+    match hook:
         case CommandHook() as command_hook:
             return await run_command_hook(command_hook, values, firing, files)
         case InteractiveHook() as interactive_hook:

@@ -16,6 +16,7 @@ from collections.abc import Awaitable
 
 from temporalio import activity
 
+from canopy.activities import ledger
 from canopy.activities.bookkeeping import RunRecords
 from canopy.activities.detached import (
     Command,
@@ -139,7 +140,8 @@ class NodeActivities:
                 end = await launch_or_adopt()
         except (Refused, LaunchError) as error:
             return _not_started(launch, files, error, agent.platform)
-        return node_result(launch, files, end, watcher, platform)
+        # On a thread: reading what the harness used reads its whole log.
+        return await asyncio.to_thread(node_result, launch, files, end, watcher, platform)
 
     @activity.defn
     async def run_command_node(self, launch: NodeLaunch) -> NodeResult:
@@ -176,7 +178,8 @@ def node_result(
     watcher: OutputWatcher,
     platform: Platform | None,
 ) -> NodeResult:
-    """How the node ended, always with the reason when it did not succeed."""
+    """How the node ended, always with the reason when it did not succeed, and what its
+    harness reported it used (a run that failed or was stopped may have used plenty)."""
     ended = NodeResult(
         status="succeeded" if end.exit_code == 0 else "failed",
         exit_code=end.exit_code,
@@ -184,6 +187,7 @@ def node_result(
         harness_session_id=watcher.session_id,
         platform=platform.name if platform else None,
         host=this_host(),
+        usage=ledger.logged_usage(platform, files.output),
     )
     if end.timed_out or end.stalled:
         status = "timed_out" if end.timed_out else "stalled"

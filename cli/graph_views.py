@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from canopy.cli.render import print_line, print_table
-from canopy.cli.views import blocker_text
+from canopy.cli.views import blocker_text, cost_text, used_text
 from canopy.graphs.model import (
     AgentConfig,
     AgentHook,
@@ -27,13 +27,16 @@ if TYPE_CHECKING:
         HookRunInfo,
         NodeRunInfo,
         QueueProgress,
+        RunInfo,
+        SpecUsage,
     )
 
 _STEP_EXCERPT = 50
 
 
 def show_graph(info: GraphInfo) -> None:
-    """``graph info``: facts, nodes, ensembles, bound specs, runs, node runs, queue progress."""
+    """``graph info``: facts, nodes, ensembles, bound specs, runs, node runs, what each spec
+    used, hook runs, queue progress."""
     _show_facts(info)
     _show_nodes(info)
     if info.ensembles:
@@ -49,10 +52,15 @@ def show_graph(info: GraphInfo) -> None:
     )
     print_table(
         "Runs",
-        ["#", "id", "status", "queue", "started", "ended"],
-        [[r.number, r.id, r.status, r.queue_id or "", r.started_at, r.ended_at] for r in info.runs],
+        ["#", "id", "status", "queue", "started", "ended", "used"],
+        [
+            [r.number, r.id, r.status, r.queue_id or "", r.started_at, r.ended_at, _run_used(r)]
+            for r in info.runs
+        ],
     )
     _show_node_runs(info.node_runs)
+    if info.spec_usage:
+        _show_spec_usage(info.spec_usage)
     _show_hook_runs(info.completion_hook_runs)
     if info.queue_progress is not None:
         _show_queue_progress(info.queue_progress)
@@ -122,6 +130,8 @@ def _show_node_runs(node_runs: list[NodeRunInfo]) -> None:
             "host",
             "status",
             "exit",
+            "used",
+            "model",
             "error",
             "started",
             "ended",
@@ -136,6 +146,14 @@ def _show_node_runs(node_runs: list[NodeRunInfo]) -> None:
                 n.host or "",
                 n.status,
                 n.exit_code,
+                used_text(
+                    n.input_tokens,
+                    n.output_tokens,
+                    n.cache_read_tokens,
+                    n.cache_write_tokens,
+                    n.cost_usd,
+                ),
+                n.model or "",
                 n.error or "",
                 n.started_at,
                 n.ended_at,
@@ -146,10 +164,48 @@ def _show_node_runs(node_runs: list[NodeRunInfo]) -> None:
     )
 
 
+def _run_used(run: RunInfo) -> str:
+    """A run's totals, in one cell."""
+    return used_text(
+        run.input_tokens,
+        run.output_tokens,
+        run.cache_read_tokens,
+        run.cache_write_tokens,
+        run.cost_usd,
+    )
+
+
+def _show_spec_usage(specs: list[SpecUsage]) -> None:
+    """What each spec used in the latest run, summed over its node runs and hook runs."""
+    print_table(
+        "Usage by spec (latest run)",
+        ["spec", "runs", "input", "output", "cache read", "cache write", "cost", "turns", "time"],
+        [
+            [
+                s.spec_name or s.spec_id,
+                s.runs,
+                *(
+                    "" if count is None else f"{count:,}"
+                    for count in (
+                        s.input_tokens,
+                        s.output_tokens,
+                        s.cache_read_tokens,
+                        s.cache_write_tokens,
+                    )
+                ),
+                "" if s.cost_usd is None else cost_text(s.cost_usd),
+                "" if s.turns is None else s.turns,
+                "" if s.duration_ms is None else f"{s.duration_ms / 1000:.1f}s",
+            ]
+            for s in specs
+        ],
+    )
+
+
 def _show_hook_runs(hook_runs: list[HookRunInfo]) -> None:
     print_table(
         "Hook runs",
-        ["event", "#", "mode", "spec", "status", "error", "started", "log"],
+        ["event", "#", "mode", "spec", "status", "used", "error", "started", "log"],
         [
             [
                 h.event,
@@ -157,6 +213,13 @@ def _show_hook_runs(hook_runs: list[HookRunInfo]) -> None:
                 _hook_mode(stored_hook(h.hook_config)),
                 h.spec_id or "",
                 h.status,
+                used_text(
+                    h.input_tokens,
+                    h.output_tokens,
+                    h.cache_read_tokens,
+                    h.cache_write_tokens,
+                    h.cost_usd,
+                ),
                 h.error or "",
                 h.started_at,
                 h.log_path or "",

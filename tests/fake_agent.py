@@ -18,6 +18,10 @@ Behaviour is steered by directives: prompt lines ``FAKE: <verb> <args>`` and the
   retried run does not fail on an already-committed change)
 - ``say TEXT``: an assistant message; ``stderr TEXT``: a line on stderr
 - ``sleep SECONDS``; ``hang``: sleep until killed (after the session id is printed)
+- ``usage INPUT OUTPUT [CACHED] [COST]``: what the run's end reports it used, in this
+  format's shape: uncached input, output and cached input tokens, and (Claude Code only:
+  the others price nothing) the cost in USD. Without it: Claude 0 tokens at $0, Codex and
+  Gemini 10 input and 5 output tokens
 - ``exit N``: end with exit status N (an error result unless N is 0)
 - ``exit-once MARKER N``: like ``exit N`` if file MARKER is absent (it is created), else go on
 - ``limit [SECONDS] [SHAPE]``: print this format's usage-limit output with a reset SECONDS
@@ -228,16 +232,28 @@ def check_output_format(invocation: Invocation) -> None:
 # ----------------------------------------------------------------- output formats
 
 
+@dataclass(frozen=True)
+class Reported:
+    """The usage a run's end reports (the ``usage`` directive)."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int = 0
+    cost_usd: float = 0.0
+
+
 class Emitter(ABC):
     """Prints one CLI's events; subclasses shape them like the real CLI."""
 
     format: str
+    default_usage = Reported(10, 5)
 
     def __init__(self, session_id: str, model: str | None, prompt: str) -> None:
         self.session_id = session_id
         self.model = model or "fake-model"
         self.prompt = prompt
         self.said: list[str] = []
+        self.reported = self.default_usage
 
     def emit(self, event: dict[str, Any]) -> None:
         """One JSON line, flushed so a streaming reader sees it at once."""
@@ -273,6 +289,7 @@ class ClaudeEmitter(Emitter):
     """``claude -p --output-format stream-json --verbose``."""
 
     format = "claude"
+    default_usage = Reported(0, 0)
 
     def start(self) -> None:
         self.emit(
@@ -315,8 +332,12 @@ class ClaudeEmitter(Emitter):
             "num_turns": 1,
             "result": text,
             "session_id": self.session_id,
-            "total_cost_usd": 0,
-            "usage": {"input_tokens": 0, "output_tokens": 0},
+            "total_cost_usd": self.reported.cost_usd,
+            "usage": {
+                "input_tokens": self.reported.input_tokens,
+                "output_tokens": self.reported.output_tokens,
+                "cache_read_input_tokens": self.reported.cached_tokens,
+            },
             "uuid": str(uuid.uuid4()),
         }
         if api_error_status is not None:
@@ -417,7 +438,12 @@ class CodexEmitter(Emitter):
 
     def succeed(self, text: str) -> None:
         self.say(text)
-        usage = {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 5}
+        reported = self.reported  # Codex counts cached input inside input_tokens
+        usage = {
+            "input_tokens": reported.input_tokens + reported.cached_tokens,
+            "cached_input_tokens": reported.cached_tokens,
+            "output_tokens": reported.output_tokens,
+        }
         self.emit({"type": "turn.completed", "usage": usage})
 
     def fail(self, message: str) -> None:
@@ -489,7 +515,16 @@ class GeminiEmitter(Emitter):
         )
 
     def _result(self, status: str, error: dict[str, str] | None = None) -> None:
-        stats = {"total_tokens": 15, "input_tokens": 10, "output_tokens": 5, "duration_ms": 12}
+        reported = self.reported
+        prompt = reported.input_tokens + reported.cached_tokens
+        stats = {
+            "total_tokens": prompt + reported.output_tokens,
+            "input_tokens": prompt,
+            "input": reported.input_tokens,
+            "cached": reported.cached_tokens,
+            "output_tokens": reported.output_tokens,
+            "duration_ms": 12,
+        }
         event: dict[str, Any] = {"type": "result", "timestamp": self._now(), "status": status}
         if error is not None:
             event["error"] = error
@@ -639,6 +674,15 @@ def _hang(args: str, emitter: Emitter) -> None:
         time.sleep(3600)
 
 
+def _usage(args: str, emitter: Emitter) -> None:
+    words = args.split()
+    if not 2 <= len(words) <= 4:
+        raise ValueError("expected INPUT OUTPUT [CACHED] [COST]")
+    cached = int(words[2]) if len(words) > 2 else 0
+    cost = float(words[3]) if len(words) > 3 else 0.0
+    emitter.reported = Reported(int(words[0]), int(words[1]), cached, cost)
+
+
 def _exit(args: str, emitter: Emitter) -> None:
     code = int(args)
     if code == 0:
@@ -687,6 +731,7 @@ HANDLERS: dict[str, Handler] = {
     "stderr": _stderr,
     "sleep": _sleep,
     "hang": _hang,
+    "usage": _usage,
     "exit": _exit,
     "exit-once": _once(_exit),
     "limit": _limit,

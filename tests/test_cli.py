@@ -15,7 +15,7 @@ from canopy.cli.app import COMMANDS, load_command
 from canopy.errors import unexpected_error_line
 from canopy.ops.notifications import notify
 from canopy.store.engine import Store
-from canopy.store.models import Graph, Run
+from canopy.store.models import Graph, NodeRun, Run
 from canopy.timefmt import utcnow
 from tests.cli_helpers import Result, canopy_env, run_canopy
 from tests.conftest import body, snapshot
@@ -368,8 +368,8 @@ def test_graph_info_reads_a_stored_graph_without_jinja2_or_the_platforms(home: P
 
 
 def block_with_a_paused_run(home: Path, graph_id: str) -> None:
-    """Give the graph a paused run, a blocker and notifications to show, as the engine
-    would have written them."""
+    """Give the graph a paused run with a node run that reported usage, a blocker and
+    notifications to show, as the engine would have written them."""
     store = Store(f"sqlite:///{home / 'canopy.db'}")
     now = utcnow()
     with store.transaction() as db:
@@ -391,6 +391,25 @@ def block_with_a_paused_run(home: Path, graph_id: str) -> None:
         )
         for text in ("first \x1b[31m", "second"):
             notify(db, "session_not_found", text)
+        db.flush()  # the run first: the node run refers to it
+        db.add(
+            NodeRun(
+                run_id="run-paused0001",
+                spec_id="spec-x",
+                node="implement",
+                platform="claude",
+                status="succeeded",
+                started_at=now,
+                ended_at=now,
+                input_tokens=1200,
+                output_tokens=340,
+                cache_read_tokens=5000,
+                cost_usd=0.25,
+                turns=3,
+                duration_ms=4500,
+                model="claude-opus",
+            )
+        )
     store.close()
 
 

@@ -640,6 +640,21 @@ def test_fake_agent_resume_keeps_the_session(name: str, home: Path, tmp_path: Pa
     assert agent_runs(record)[0]["resumed"] == "sess-42"
 
 
+@pytest.mark.parametrize("name", HARNESSES)
+def test_fake_agent_reports_the_usage_it_is_told(name: str, home: Path, tmp_path: Path) -> None:
+    """``usage`` shapes the run's end like the real CLI's, so each adapter reads it back;
+    only Claude Code prices a run."""
+    use_fake_agent(home)
+    platform = get_platform(name)
+    run = run_agent(platform, "work\nFAKE: usage 1200 340 5000 0.25", tmp_path, model="m1")
+    assert run.code == 0, run.stderr
+    usage = platform.usage(run.stdout)
+    assert usage is not None
+    read = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cost_usd)
+    assert read == (1200, 340, 5000, 0.25 if name == "claude" else None)
+    assert usage.model == (None if name == "codex" else "m1")  # codex exec names no model
+
+
 UNTIMED_SHAPES = {"quota", "resource_exhausted"}
 """Fake limit shapes that, like the real CLI's, name no reset."""
 

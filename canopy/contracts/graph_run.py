@@ -15,6 +15,7 @@ from canopy.contracts.inputs import BareValueAccepted
 from canopy.graphs.hooks import HookEvent
 from canopy.graphs.model import AgentConfig, AgentNode, EnsembleNode, Node
 from canopy.limits import NODE_TIMEOUT_MINUTES
+from canopy.platforms.usage import HarnessUsage
 from canopy.search_attributes import SEARCH_ATTRIBUTE_BLOCKER, SEARCH_ATTRIBUTE_STATUS
 from canopy.workdir import WorktreeState
 
@@ -194,6 +195,10 @@ class NodeResult(BaseModel):
     error: str | None = None
     host: str | None = None
     """The machine whose worker ran the node; absent in results recorded before hosts were."""
+    usage: HarnessUsage | None = None
+    """What the node's harness reported it used (a handful of numbers, never its log);
+    ``None`` for a command node, a harness that reported nothing, and results recorded
+    before the usage ledger."""
 
 
 class DispatchOutcome(BaseModel):

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from canopy.errors import Refused
 from canopy.graphs.model import AgentConfig, Hook, Node, stored_hook, stored_node
 from canopy.ops.common import sql_transaction
+from canopy.ops.usage import USAGE_COUNTS, usage_by
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.queries import resolve_id, stored_json
 from canopy.timefmt import to_iso
@@ -79,6 +80,15 @@ class RunInfo(BaseModel):
     summary: dict[str, Any] | None
     started_at: str | None
     ended_at: str | None
+    input_tokens: int | None
+    """This field and the six after it: the run's totals, over its node runs and hook
+    runs that reported usage (none: nothing reported)."""
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    cost_usd: float | None
+    turns: int | None
+    duration_ms: int | None
 
 
 class NodeRunInfo(BaseModel):
@@ -99,6 +109,16 @@ class NodeRunInfo(BaseModel):
     error: str | None
     started_at: str | None
     ended_at: str | None
+    input_tokens: int | None
+    """This field and the seven after it: what the harness reported the node run used
+    (none: it did not say; a command node never does)."""
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    cost_usd: float | None
+    turns: int | None
+    duration_ms: int | None
+    model: str | None
 
 
 class HookRunInfo(BaseModel):
@@ -116,6 +136,34 @@ class HookRunInfo(BaseModel):
     log_path: str | None
     started_at: str | None
     ended_at: str | None
+    platform: str | None
+    """An agent hook's platform; this field and the eight after it are what its harness
+    reported the hook run used (none for command and interactive hooks, and for hook
+    runs recorded before the usage ledger)."""
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    cost_usd: float | None
+    turns: int | None
+    duration_ms: int | None
+    model: str | None
+
+
+class SpecUsage(BaseModel):
+    """What one spec's node runs and hook runs in the latest run used, summed."""
+
+    spec_id: str
+    spec_name: str | None
+    runs: int
+    """How many node runs and hook runs reported usage."""
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    cost_usd: float | None
+    turns: int | None
+    duration_ms: int | None
 
 
 class QueueMemberProgress(BaseModel):
@@ -162,6 +210,9 @@ class GraphInfo(BaseModel):
     """Newest first."""
     node_runs: list[NodeRunInfo]
     """The latest run's, in launch order."""
+    spec_usage: list[SpecUsage]
+    """What each spec used in the latest run (its node runs and hook runs), in the order
+    the run first launched it; specs whose runs reported nothing are left out."""
     completion_hook_runs: list[HookRunInfo]
     """Every hook run of the graph, oldest first (the name predates per-event hooks)."""
     queue_progress: QueueProgress | None
@@ -202,11 +253,13 @@ def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphI
         raise Refused(f"no graph matches {ref or graph_id!r}")
     row = found[0]
     run_rows = _run_rows(rows, graph_id)
-    runs = [_run_info(run) for run in run_rows]
+    used = usage_by(rows, "run_id", "graph_id = :graph_id", {"graph_id": graph_id})
+    runs = [_run_info(run, used.get(run["id"], {})) for run in run_rows]
     active = first_active(runs)
     resume_at = {run["id"]: run["scheduled_resume_at"] for run in run_rows}
     blocker = stored_json(row["blocker"])
     hooks: dict[str, list[dict[str, Any]]] = stored_json(row["hooks"])
+    node_runs = _node_runs(rows, runs[0].id) if runs else []
     ensembles: dict[str, list[dict[str, Any]]] = stored_json(row["ensembles"])
     return GraphInfo(
         id=row["id"],
@@ -225,7 +278,8 @@ def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphI
         specs=bound_specs(rows, graph_id),
         active_run=active,
         runs=runs,
-        node_runs=_node_runs(rows, runs[0].id) if runs else [],
+        node_runs=node_runs,
+        spec_usage=_spec_usage(rows, runs[0].id, node_runs) if runs else [],
         completion_hook_runs=_hook_runs(rows, graph_id),
         queue_progress=_queue_progress(rows, runs),
         scheduled_resume_at=to_iso(resume_at[active.id]) if active else None,
@@ -247,7 +301,7 @@ def bound_specs(rows: Rows, graph_id: str) -> list[BoundSpec]:
 
 def graph_runs(rows: Rows, graph_id: str) -> list[RunInfo]:
     """The graph's runs, newest first."""
-    return [_run_info(run) for run in _run_rows(rows, graph_id)]
+    return [_run_info(run, {}) for run in _run_rows(rows, graph_id)]
 
 
 def first_active(runs: list[RunInfo]) -> RunInfo | None:
@@ -265,7 +319,8 @@ def _run_rows(rows: Rows, graph_id: str) -> list[Row]:
     )
 
 
-def _run_info(run: Row) -> RunInfo:
+def _run_info(run: Row, used: Row) -> RunInfo:
+    """A run as stored, with the totals of what it used (``used``; empty: none known)."""
     return RunInfo(
         id=run["id"],
         number=run["number"],
@@ -276,6 +331,7 @@ def _run_info(run: Row) -> RunInfo:
         summary=stored_json(run["summary"]),
         started_at=to_iso(run["started_at"]),
         ended_at=to_iso(run["ended_at"]),
+        **{column: used.get(column) for column in USAGE_COUNTS},
     )
 
 
@@ -283,7 +339,7 @@ def _hook_runs(rows: Rows, graph_id: str) -> list[HookRunInfo]:
     """Every hook run of the graph, oldest first, with the exact config that fired."""
     found = rows(
         "SELECT id, run_id, event, hook_index, CAST(hook_config AS TEXT) AS hook_config,"
-        " spec_id, status, output, error, log_path, started_at, ended_at"
+        f" spec_id, status, output, error, log_path, started_at, ended_at, platform, {_USED}"
         " FROM hook_runs WHERE graph_id = :graph_id ORDER BY id",
         {"graph_id": graph_id},
     )
@@ -301,6 +357,8 @@ def _hook_runs(rows: Rows, graph_id: str) -> list[HookRunInfo]:
             log_path=hook_run["log_path"],
             started_at=to_iso(hook_run["started_at"]),
             ended_at=to_iso(hook_run["ended_at"]),
+            platform=hook_run["platform"],
+            **{column: hook_run[column] for column in _USED_COLUMNS},
         )
         for hook_run in found
     ]
@@ -311,7 +369,7 @@ def _node_runs(rows: Rows, run_id: str) -> list[NodeRunInfo]:
     found = rows(
         "SELECT n.id, n.spec_id, s.name AS spec_name, n.node, n.visit, n.platform, n.status,"
         " n.exit_code, n.log_path, n.harness_session_id, n.host, n.error, n.started_at,"
-        " n.ended_at"
+        f" n.ended_at, n.{_USED.replace(', ', ', n.')}"
         " FROM node_runs n LEFT JOIN specs s ON s.id = n.spec_id"
         " WHERE n.run_id = :run_id ORDER BY n.id",
         {"run_id": run_id},
@@ -332,8 +390,27 @@ def _node_runs(rows: Rows, run_id: str) -> list[NodeRunInfo]:
             error=node_run["error"],
             started_at=to_iso(node_run["started_at"]),
             ended_at=to_iso(node_run["ended_at"]),
+            **{column: node_run[column] for column in _USED_COLUMNS},
         )
         for node_run in found
+    ]
+
+
+_USED_COLUMNS = (*USAGE_COUNTS, "model")
+"""What a node run's or hook run's harness reported it used, as recorded."""
+_USED = ", ".join(_USED_COLUMNS)
+
+
+def _spec_usage(rows: Rows, run_id: str, node_runs: list[NodeRunInfo]) -> list[SpecUsage]:
+    """What each spec used in run ``run_id``, in the order its node runs were launched
+    (a spec only hooks used for last); specs whose records reported nothing are left out."""
+    used = usage_by(rows, "spec_id", "run_id = :run_id", {"run_id": run_id})
+    names = {node_run.spec_id: node_run.spec_name for node_run in node_runs}
+    order = {spec_id: index for index, spec_id in enumerate(names)}
+    return [
+        SpecUsage(spec_id=spec_id, spec_name=names.get(spec_id), **totals)
+        for spec_id, totals in sorted(used.items(), key=lambda item: order.get(item[0], len(order)))
+        if spec_id is not None
     ]
 
 

@@ -1,0 +1,33 @@
+"""The usage ledger's writes: what a node run's or hook run's harness reported it used.
+
+The adapters read usage from a run's whole log (Codex reports it per turn, Claude Code and
+Gemini CLI at the end), so it is read once the process has ended, from the log the run
+wrote. Command nodes and command hooks have no harness: they record nothing (``NULL``),
+never a guessed zero.
+"""
+
+from dataclasses import fields
+from pathlib import Path
+
+from canopy.platforms import HarnessUsage, Platform
+from canopy.store.models import HarnessUsageColumns
+
+
+def logged_usage(platform: Platform | None, log: Path | None) -> HarnessUsage | None:
+    """The usage ``platform``'s harness reported in ``log``; ``None`` without a harness,
+    a log, or anything reported. An unreadable log is reported as nothing, not an error:
+    the run's own outcome is what matters."""
+    if platform is None or log is None:
+        return None
+    try:
+        output = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return platform.usage(output)
+
+
+def record_usage(row: HarnessUsageColumns, usage: HarnessUsage | None) -> None:
+    """Set the row's usage columns (named as :class:`HarnessUsage`'s fields) from
+    ``usage``; all ``NULL`` when there is none."""
+    for item in fields(HarnessUsage):
+        setattr(row, item.name, getattr(usage, item.name) if usage is not None else None)
