@@ -31,6 +31,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "notifications_command",
         "What went wrong while nobody watched: undeliverable messages, failed deliveries.",
     ),
+    "usage": (
+        "canopy.cli.usage_cmds",
+        "usage_command",
+        "Tokens and cost the harnesses reported, summed by platform and model.",
+    ),
     "up": (
         "canopy.cli.server_cmds",
         "up",

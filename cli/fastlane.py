@@ -356,6 +356,13 @@ def _notifications(rows: Rows, options: Options, _positionals: list[str], as_jso
     emit(result, as_json, lambda: session_views.show_notifications(result))
 
 
+def _usage(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+    from canopy.ops.usage import usage_report
+
+    result = usage_report(rows, options.get("--since"), options.get("--graph"))
+    emit(result, as_json, lambda: views.show_usage(result))
+
+
 _COMMANDS: dict[tuple[str, ...], _Command] = {
     ("spec", "list"): _Command(_spec_list, options=("--workdir", "--status")),
     ("spec", "get"): _Command(_spec_get, (1, 1)),
@@ -386,5 +393,6 @@ _COMMANDS: dict[tuple[str, ...], _Command] = {
     ("session", "list"): _Command(_session_list, flags=("--all",)),
     ("session", "get"): _Command(_session_get, (1, 1)),
     ("notifications",): _Command(_notifications, options=("--limit",), numbers=("--limit",)),
+    ("usage",): _Command(_usage, options=("--since", "--graph")),
 }
 """Every command this lane serves, by the words that name it."""

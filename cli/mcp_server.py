@@ -42,6 +42,7 @@ from canopy.errors import Refused, debug_requested, unexpected_error_line
 from canopy.limits import text_problem
 from canopy.ops import control, graphs, notifications, queues, runs, specs
 from canopy.ops import sessions as session_ops
+from canopy.ops.usage import usage_report
 from canopy.statuses import SET_STATUS_ACTIONS, SPEC_STATUSES
 from canopy.store.engine import Store, open_store
 from canopy.version import canopy_version
@@ -154,7 +155,7 @@ QueueAction = Annotated[
     Literal["create", "add_spec", "list", "remove_spec", "reorder", "set_group"],
     Field(description=VERB),
 ]
-GraphAction = Annotated[Literal["get", "list"], Field(description=VERB)]
+GraphAction = Annotated[Literal["get", "list", "usage"], Field(description=VERB)]
 GraphEditAction = Annotated[Literal["create", "update", "delete"], Field(description=VERB)]
 GraphControlAction = Annotated[
     Literal["run", "continue", "pause", "stop", "reset"], Field(description=VERB)
@@ -242,8 +243,15 @@ async def queue_tool(
     return await _dispatch("queue", locals())
 
 
-async def graph_tool(action: GraphAction, graph_id: GraphId = None) -> CallToolResult:
-    """Read graphs and their run record."""
+async def graph_tool(
+    action: GraphAction,
+    graph_id: GraphId = None,
+    since: Annotated[
+        str | None,
+        Field(description="usage: only runs that ended this recently: 24h, 7d, 30m, 2w."),
+    ] = None,
+) -> CallToolResult:
+    """Read graphs, their run record and what their runs used."""
     return await _dispatch("graph", locals())
 
 
@@ -451,6 +459,13 @@ TOOLS: tuple[ToolDef, ...] = (
                 "Every graph, oldest first, with status, blocker, counts and active run.",
                 lambda store, a: graphs.graph_list(store),
                 returns="array",
+            ),
+            "usage": Verb(
+                "Tokens and cost the harnesses reported (= `canopy usage --json`), summed by "
+                "platform and model, with the total; of one graph_id's runs, and since a "
+                "duration, when given.",
+                lambda store, a: usage_report(store, a["since"], a["graph_id"]),
+                takes=("graph_id", "since"),
             ),
         },
         graph_tool,

@@ -146,3 +146,28 @@ def count_text(count: int) -> str:
 def cost_text(cost_usd: float) -> str:
     """``$12.40``, or ``$0.0031`` for less than a dollar, whose cents would hide it."""
     return f"${cost_usd:.2f}" if cost_usd >= 1 else f"${cost_usd:.4f}"
+
+
+def show_usage(report: dict[str, Any]) -> None:
+    """``canopy usage``: by platform and model, then the total."""
+    window = f" since {report['since']}" if report["since"] else ""
+    graph = f" of graph {report['graph_id']}" if report["graph_id"] else ""
+    rows = [
+        [row["platform"] or "", row["model"] or "", *_usage_cells(row)]
+        for row in report["by_platform_and_model"]
+    ]
+    rows.append(["total", "", *_usage_cells(report["total"])])
+    print_table(
+        f"Usage{graph}{window}",
+        ["platform", "model", "runs", "input", "output", "cache read", "cache write", "cost"],
+        rows,
+    )
+
+
+def _usage_cells(row: Mapping[str, Any]) -> list[str]:
+    """Runs, tokens and cost of one ``canopy usage`` row (blank: nothing reported)."""
+    tokens = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    cells = [str(row["runs"])]
+    cells += ["" if row[key] is None else f"{row[key]:,}" for key in tokens]
+    cells.append("" if row["cost_usd"] is None else cost_text(row["cost_usd"]))
+    return cells

@@ -342,6 +342,11 @@ def test_fast_lane_answers_exactly_like_the_full_cli(home: Path) -> None:
         ["notifications", "--json"],
         ["notifications", "--limit", "1"],
         ["notifications", "--limit=0"],
+        ["usage", "--json"],
+        ["usage", "--graph", "build"],
+        ["usage", "--since", "soon"],
+        ["usage", "--since=5300w", "--json"],
+        ["usage", "--graph", "nope", "--json"],
     ):
         fast, full = on_fast_lane(home, *args), on_full_path(home, *args)
         assert (fast.code, fast.stdout, fast.stderr) == (full.code, full.stdout, full.stderr), args
@@ -526,6 +531,7 @@ def test_store_commands_never_import_temporalio(home: Path) -> None:
         ("session", "list"),
         ("session", "recall"),
         ("notifications",),
+        ("usage", "--since", "24h"),
     ):
         result = ok(run_canopy(home, *args, python_flags=("-X", "importtime")))
         assert "temporalio" not in imported_modules(result), args

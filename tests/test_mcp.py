@@ -191,6 +191,7 @@ async def test_answers_and_refusals_are_the_clis(
             pair("queue list nightly", "queue", action="list", queue_id="nightly"),
             pair("graph list", "graph", action="list"),
             pair("graph info build", "graph", action="get", graph_id="build"),
+            pair("usage --graph build", "graph", action="usage", graph_id="build"),
             # refusals
             pair("spec get zzz", "spec", action="get", spec_id="zzz"),
             pair("spec get spec-", "spec", action="get", spec_id="spec-"),
@@ -221,6 +222,8 @@ async def test_answers_and_refusals_are_the_clis(
             pair(f"queue group nightly {d} x", "queue", action="set_group", queue_id="nightly",
                  spec_id=d, group="x"),
             pair("graph info nope", "graph", action="get", graph_id="nope"),
+            pair("usage --graph nope", "graph", action="usage", graph_id="nope"),
+            pair("usage --since soon", "graph", action="usage", since="soon"),
             pair(f"graph create --file {invalid}", "graph_edit", action="create",
                  definition={"name": "x"}),
             pair(f"graph create --file {taken}", "graph_edit", action="create", definition=build),
@@ -253,7 +256,7 @@ async def test_answers_and_refusals_are_the_clis(
                 assert result.is_error, args
                 assert err == f"error: {text_of(result)}\n", args
                 refusals += 1
-        assert refusals == len(pairs) - 8
+        assert refusals == len(pairs) - 9
 
 
 async def test_session_tools_answer_and_refuse_as_the_cli(
@@ -741,6 +744,7 @@ def test_raw_results_carry_structured_content_matching_the_output_schema(
         ("spec", {"action": "list"}),
         ("session_list", {"action": "list", "include_finished": True}),
         ("session", {"action": "notifications", "limit": 2.0}),  # an integer, as JSON counts
+        ("graph", {"action": "usage", "since": "24h"}),
     ):
         result = raw.call(tool, **arguments)["result"]
         assert result["isError"] is False, result

@@ -2,16 +2,28 @@
 
 Every node run and agent hook run records what its harness reported (tokens, cost in USD,
 turns, duration, model; ``NULL`` where it said nothing). This module sums those records:
-by run and by spec for ``graph info`` (:func:`usage_by`). Portable SQL, stdlib only, so
-the CLI's fast lane can sum them too. A sum over records that reported nothing is
-``None`` (SQL's ``SUM``), never a made-up zero.
+by run and by spec for ``graph info`` (:func:`usage_by`), and by platform and model over a
+time window for ``canopy usage`` (:func:`usage_report`). Portable SQL, stdlib only, so
+the CLI's fast lane serves ``canopy usage`` too. A sum over records that reported nothing
+is ``None`` (SQL's ``SUM``), never a made-up zero.
 """
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from canopy.errors import Refused
+from canopy.limits import USAGE_SINCE_DAYS
+from canopy.ops.common import sql_transaction
+from canopy.store.queries import resolve_id
+from canopy.timefmt import to_iso, utcnow
+
 if TYPE_CHECKING:
+    from datetime import datetime
+
+    from canopy.store.engine import Store
     from canopy.store.queries import Row, Rows
 
 USAGE_COUNTS = (
@@ -36,6 +48,22 @@ LEDGER = (
 )
 """Every node run and hook run with its graph and what it used: one table to sum over."""
 
+_SINCE = re.compile(r"([0-9]{1,9})([smhdw])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
+
+
+def since_cutoff(since: str, now: datetime) -> datetime:
+    """The time ``since`` (``24h``, ``7d``, ``30m``, ``90s``, ``2w``) reaches back to from
+    ``now``; refused, in one line, for anything else or for more than 100 years."""
+    found = _SINCE.fullmatch(since.strip())
+    if found is None:
+        raise Refused(f"--since: expected a duration like 24h, 7d, 30m or 2w, got {since!r}")
+    seconds = int(found.group(1)) * _UNIT_SECONDS[found.group(2)]
+    if seconds > USAGE_SINCE_DAYS.high * 86_400:
+        bound = USAGE_SINCE_DAYS.describe()
+        raise Refused(f"--since: {since.strip()} reaches back too far; it must be {bound}")
+    return now - timedelta(seconds=seconds)
+
 
 def usage_by(rows: Rows, key: str, where: str, params: dict[str, Any]) -> dict[Any, Row]:
     """Ledger sums grouped by ``key`` (a ledger column) over the records ``where`` selects
@@ -47,3 +75,39 @@ def usage_by(rows: Rows, key: str, where: str, params: dict[str, Any]) -> dict[A
         params,
     )
     return {row.pop(key): row for row in found}
+
+
+def usage_report(
+    store: Store | Rows, since: str | None = None, graph: str | None = None
+) -> dict[str, Any]:
+    """``canopy usage``: what the ledger's records used, by platform and model, with the
+    total; only records ended within ``since`` (a duration) and of ``graph`` (a name, id
+    or unique id prefix) when given. Records that reported nothing are left out."""
+    cutoff = since_cutoff(since, utcnow()) if since is not None else None
+    with sql_transaction(store) as rows:
+        graph_id = resolve_id(rows, "graph", graph) if graph is not None else None
+        conditions = ["1 = 1"]
+        params: dict[str, Any] = {}
+        if cutoff is not None:
+            conditions.append("ended_at >= :since")
+            params["since"] = cutoff
+        if graph_id is not None:
+            conditions.append("graph_id = :graph_id")
+            params["graph_id"] = graph_id
+        where = " AND ".join(conditions)
+        found = rows(
+            f"SELECT platform, model, COUNT(*) AS runs, {_SUMS} FROM {LEDGER}"
+            f" WHERE ({where}) AND ({_REPORTED}) GROUP BY platform, model",
+            params,
+        )
+        (total,) = rows(
+            f"SELECT COUNT(*) AS runs, {_SUMS} FROM {LEDGER} WHERE ({where}) AND ({_REPORTED})",
+            params,
+        )
+    found.sort(key=lambda row: (row["platform"] or "", row["model"] or ""))
+    return {
+        "since": to_iso(cutoff),
+        "graph_id": graph_id,
+        "by_platform_and_model": found,
+        "total": total,
+    }
