@@ -459,3 +459,16 @@ def test_nonsense_counts_are_not_usage() -> None:
         "total_cost_usd": "1",
     }
     assert get_platform("claude").usage(events(result)) is None
+
+
+def test_usage_adds_up_what_was_reported_and_nothing_else() -> None:
+    """A running total: counts nobody reported stay unknown, a model shared is kept."""
+    claude = HarnessUsage(input_tokens=10, output_tokens=2, cost_usd=0.5, model="opus")
+    codex = HarnessUsage(input_tokens=5, cache_read_tokens=7, turns=1, model="gpt-5")
+    assert claude.plus(None) == claude
+    assert claude.plus(codex) == HarnessUsage(
+        input_tokens=15, output_tokens=2, cache_read_tokens=7, cost_usd=0.5, turns=1
+    )
+    assert claude.plus(HarnessUsage(output_tokens=1)) == HarnessUsage(
+        input_tokens=10, output_tokens=3, cost_usd=0.5, model="opus"
+    )

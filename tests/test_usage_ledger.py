@@ -1,6 +1,7 @@
 """The cost and usage ledger (issue 15, item 6): every node run and agent hook run records
 what its harness reported it used; ``graph info`` shows it per node run with totals per
-spec and per run, and ``canopy usage`` sums it by platform and model."""
+spec and per run, ``canopy usage`` sums it by platform and model, and the run's Temporal UI
+details show the running total."""
 
 import json
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ from tests.cli_helpers import run_canopy
 from tests.conftest import make_specs
 from tests.engine import make_graph, settle
 from tests.test_cli import ok
+from tests.test_signals import temporal
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 
@@ -179,10 +181,16 @@ def test_usage_refuses_an_unknown_graph(store: Store) -> None:
 
 @pytest.mark.server
 async def test_a_fake_run_records_usage_that_graph_info_and_canopy_usage_show(
-    serving: Client, home_store: Store, canopy_home: Path, repo: Path
+    serving: Client,
+    home_store: Store,
+    canopy_home: Path,
+    repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Claude prices its run, Codex only counts tokens, a command reports nothing, and an
-    agent hook's usage counts toward the run."""
+    agent hook's usage counts toward the run. The run continues as new after each spec,
+    and its running total goes with it."""
+    monkeypatch.setenv("CANOPY_SPECS_PER_EXECUTION", "1")
     store = home_store
     alpha, beta = make_specs(store, "alpha", "beta")
     nodes = [
@@ -235,3 +243,10 @@ async def test_a_fake_run_records_usage_that_graph_info_and_canopy_usage_show(
     ] == [("claude", 2, 2400, 0.5), ("codex", 2, 200, None), ("gemini", 1, 7, None)]
     table = ok(run_canopy(canopy_home, "usage", "--graph", "build")).stdout
     assert "2,607" in table and "$0.5000" in table
+
+    details = await temporal(
+        serving, "workflow", "metadata", "--workflow-id", settled["workflow_id"]
+    )
+    assert "Used so far: 2,600 input, 720 output, 10,100 cache read tokens · $0.5000" in details
+    assert run.summary is not None
+    assert run.summary["usage"]["input_tokens"] == 2600

@@ -15,13 +15,36 @@ def _clock(at: datetime) -> str:
 
 
 def progress(counts: RunCounts, pending: int | None) -> str:
-    """``spec 3 of 10 · 1 completed, 1 failed, 0 skipped`` (the total when known)."""
+    """``spec 3 of 10 · 1 completed, 1 failed, 0 skipped`` (the total when known), and
+    what the run used so far."""
     current = counts.specs_started + 1
     of = f" of {counts.specs_started + pending}" if pending is not None else ""
     return (
         f"spec {current}{of} · {counts.completed} completed, {counts.failed} failed, "
-        f"{counts.skipped} skipped"
+        f"{counts.skipped} skipped{used(counts)}"
     )
+
+
+def used(counts: RunCounts) -> str:
+    """``\n\nUsed so far: 1,200 input, 340 output, 5,000 cache read tokens · $0.2500``:
+    the running total of what the run's harnesses reported (nothing before any did)."""
+    usage = counts.usage
+    if usage is None:
+        return ""
+    tokens = [
+        f"{count:,} {what}"
+        for count, what in (
+            (usage.input_tokens, "input"),
+            (usage.output_tokens, "output"),
+            (usage.cache_read_tokens, "cache read"),
+            (usage.cache_write_tokens, "cache write"),
+        )
+        if count is not None
+    ]
+    parts = [", ".join(tokens) + " tokens"] if tokens else []
+    if usage.cost_usd is not None:
+        parts.append(f"${usage.cost_usd:.4f}")
+    return f"\n\nUsed so far: {' · '.join(parts)}" if parts else ""
 
 
 def running(
@@ -63,4 +86,4 @@ def settled(status: str, counts: RunCounts, blocker: dict[str, Any] | None) -> s
     """A run that has ended."""
     done = f"{counts.completed} completed, {counts.failed} failed, {counts.skipped} skipped"
     why = f"\n\n{blocker['message']}" if blocker else ""
-    return f"**Settled {status}** · {done}{why}"
+    return f"**Settled {status}** · {done}{why}{used(counts)}"

@@ -357,7 +357,7 @@ class GraphRunCore:
         members: list[AgentConfig]
         match step.definition:
             case CommandNode():
-                return await self._run_node(start, spec, step, visit, None, None)
+                return self._counted(await self._run_node(start, spec, step, visit, None, None))
             case AgentNode():
                 members, ensemble = [step.definition.agent], False
             case EnsembleNode():
@@ -369,8 +369,8 @@ class GraphRunCore:
             if ensemble and until is not None and until > workflow.now():
                 continue
             resume = await self._resume_for(start, spec, step, platform, harness_session)
-            result = await self._run_node(
-                start, spec, step, visit, resume, index if ensemble else None
+            result = self._counted(
+                await self._run_node(start, spec, step, visit, resume, index if ensemble else None)
             )
             if result.status != "limit_blocked":
                 return result
@@ -382,6 +382,13 @@ class GraphRunCore:
             limit_reset_at=min(self._limited_until[m.platform] for m in members),
             error="every ensemble member is usage-limited",
         )
+
+    def _counted(self, result: NodeResult) -> NodeResult:
+        """``result``, its usage added to the run's running total (:class:`RunCounts`)."""
+        if result.usage is not None:
+            counts = self._status.counts
+            counts.usage = result.usage.plus(counts.usage)
+        return result
 
     async def _resume_for(
         self,

@@ -46,6 +46,9 @@ class RunCounts(BaseModel):
     failed: int = 0
     skipped: int = 0
     specs_started: int = 0
+    usage: HarnessUsage | None = None
+    """What its node runs' harnesses reported they used, summed as the results came
+    back (for the Temporal UI's details); hook runs are only in the store's ledger."""
 
 
 class RunInput(BaseModel):

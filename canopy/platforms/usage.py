@@ -35,6 +35,25 @@ class HarnessUsage:
         """Whether the harness reported nothing at all."""
         return all(getattr(self, item.name) is None for item in fields(self))
 
+    def plus(self, other: HarnessUsage | None) -> HarnessUsage:
+        """Both runs' usage together (a running total): each count summed over the runs
+        that reported it, still ``None`` when neither did; the model kept only when both
+        name the same one (or one names none)."""
+        if other is None:
+            return self
+        cost = [value for value in (self.cost_usd, other.cost_usd) if value is not None]
+        models = {model for model in (self.model, other.model) if model is not None}
+        return HarnessUsage(
+            input_tokens=total([self.input_tokens, other.input_tokens]),
+            output_tokens=total([self.output_tokens, other.output_tokens]),
+            cache_read_tokens=total([self.cache_read_tokens, other.cache_read_tokens]),
+            cache_write_tokens=total([self.cache_write_tokens, other.cache_write_tokens]),
+            cost_usd=sum(cost) if cost else None,
+            turns=total([self.turns, other.turns]),
+            duration_ms=total([self.duration_ms, other.duration_ms]),
+            model=models.pop() if len(models) == 1 else None,
+        )
+
 
 def count(mapping: object, *keys: str) -> int | None:
     """The first of ``keys`` in ``mapping`` holding a non-negative integer (bools are not)."""
