@@ -30,7 +30,7 @@ from temporalio.worker import Worker
 
 from canopy.activities.bookkeeping import RunRecords
 from canopy.activities.delivery import DeliveryActivities
-from canopy.activities.hooks import fire_hooks
+from canopy.activities.hooks import HookActivities
 from canopy.activities.legacy import LegacyDelivery, LegacyRunRecords
 from canopy.activities.nodes import NodeActivities
 from canopy.activities.ping import ping
@@ -100,7 +100,7 @@ def activities(store: Store) -> Activities:
             nodes.run_agent_node,
             nodes.run_command_node,
             check_worktree,
-            fire_hooks,
+            HookActivities(store).fire_hooks,
             delivery.deliver_message,
         ],
         host_local=[

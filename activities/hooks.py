@@ -16,7 +16,6 @@ not queued again. Hook runs already finished are left as they are.
 
 import asyncio
 import copy
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,42 +43,12 @@ from canopy.ops.session_wake import wake_session
 from canopy.ops.sessions import enqueue_hook_message
 from canopy.paths import run_log_dir
 from canopy.platforms import get_platform
-from canopy.store.engine import open_store
+from canopy.store.engine import Store
 from canopy.store.models import Graph, HookRun, Message, RunSpec, Spec
 from canopy.timefmt import utcnow
 
 OUTPUT_KEPT_CHARACTERS = 4000
 COMMAND_HOOK_TIMEOUT_MINUTES = 60.0
-
-
-@activity.defn
-async def fire_hooks(firing: HookFiring) -> list[int]:
-    """Run the event's stored hooks in order; the ids of the hook runs run by this attempt.
-
-    Store work runs on threads, so a slow store never stalls the worker's heartbeats."""
-    hooks = await asyncio.to_thread(stored_hooks, firing)
-    values = await asyncio.to_thread(marker_values, firing)
-    recorded = []
-    for index, hook in enumerate(hooks):
-        matched = matching_spec(hook, firing)
-        if matched is False:
-            continue
-        hook_values = {**values, "spec_id": matched} if isinstance(matched, str) else values
-        opened = await asyncio.to_thread(
-            open_hook_run, firing, index, hook, hook_values.get("spec_id")
-        )
-        if opened is None:
-            continue
-        hook_run_id, fired_config = opened
-        recorded.append(hook_run_id)
-        await run_and_record(hook_run_id, fired_config, hook_values, firing)
-    return recorded
-
-
-def stored_hooks(firing: HookFiring) -> list[dict[str, Any]]:
-    """The hooks of the firing's event, as stored now (an edit during the run counts)."""
-    with open_store().transaction() as db:
-        return list((db.get_one(Graph, firing.graph_id).hooks or {}).get(firing.event, []))
 
 
 def matching_spec(hook: dict[str, Any], firing: HookFiring) -> str | bool:
@@ -92,39 +61,6 @@ def matching_spec(hook: dict[str, Any], firing: HookFiring) -> str | bool:
     return next((spec_id for spec_id in candidates if spec_id in wanted), False)
 
 
-def marker_values(firing: HookFiring) -> dict[str, str | None]:
-    """The reference's markers, populated as the event provides them (others: none)."""
-    values: dict[str, str | None] = {
-        "graph_name": firing.graph_name,
-        "workdir": firing.workdir,
-    }
-    if firing.event == "on_completed":
-        values["completed_specs"] = completed_specs(firing.run_id)
-    elif firing.event == "on_spec_completed":
-        values.update(spec_name=firing.spec_name, spec_id=firing.spec_id)
-    elif firing.event == "on_failed":
-        first_failed = firing.failed_specs[0] if firing.failed_specs else None
-        values.update(
-            blocker=firing.blocker, node=firing.node, spec_id=firing.spec_id or first_failed
-        )
-    else:
-        values.update(blocker=firing.blocker, node=firing.node)
-    return values
-
-
-def completed_specs(run_id: str) -> str | None:
-    """``name: one-line summary`` of each spec this run completed, in completion order."""
-    with open_store().transaction() as db:
-        rows = db.execute(
-            select(Spec.name, Spec.body)
-            .join(RunSpec, RunSpec.spec_id == Spec.id)
-            .where(RunSpec.run_id == run_id, RunSpec.outcome == "completed")
-            .order_by(RunSpec.ended_at, RunSpec.id)
-        ).all()
-    lines = [_name_and_summary(name, specformat.summary_line(body)) for name, body in rows]
-    return "\n".join(lines) or None
-
-
 def _name_and_summary(name: str, summary: str) -> str:
     """``name: summary``, or just the name for a spec without a summary."""
     return f"{name}: {summary}" if summary else name
@@ -132,59 +68,6 @@ def _name_and_summary(name: str, summary: str) -> str:
 
 def fire_key(firing: HookFiring, index: int) -> str:
     return f"{firing.run_id}:{firing.event}:{firing.occurrence}:{index}"
-
-
-def open_hook_run(
-    firing: HookFiring, index: int, hook: dict[str, Any], spec_id: str | None
-) -> tuple[int, dict[str, Any]] | None:
-    """The hook run to run now and the config it fires with; ``None`` if it is done.
-
-    A new occurrence is recorded ``running`` with a copy of ``hook``. A record left
-    ``running`` by a crashed worker is handed back with the config it first fired with,
-    so the interrupted hook is finished, not dropped and not started twice.
-    """
-    key = fire_key(firing, index)
-    with open_store().transaction() as db:
-        existing = db.scalar(select(HookRun).where(HookRun.fire_key == key))
-        if existing is not None:
-            if existing.status == "running":
-                return existing.id, dict(existing.hook_config)
-            return None
-        hook_run = HookRun(
-            graph_id=firing.graph_id,
-            run_id=firing.run_id,
-            event=firing.event,
-            hook_index=index,
-            hook_config=copy.deepcopy(hook),
-            spec_id=spec_id,
-            status="running",
-            fire_key=key,
-            started_at=utcnow(),
-        )
-        db.add(hook_run)
-        db.flush()
-        return hook_run.id, hook
-
-
-async def run_and_record(
-    hook_run_id: int, hook: dict[str, Any], values: dict[str, str | None], firing: HookFiring
-) -> None:
-    """Run one hook and record how it went; any error becomes a failed hook run."""
-    files: ProcessFiles | None = None
-    parsed: Hook | None = None
-    try:
-        files = hook_files(firing.run_id, hook_run_id)
-        parsed = stored_hook(hook)
-        status, output, error = await run_hook(parsed, values, firing, files, hook_run_id)
-    except (Refused, LaunchError) as failure:  # a hook's failure is recorded, never raised
-        status, output, error = "failed", None, str(failure)
-    except Exception as failure:
-        status, output, error = "failed", None, f"{type(failure).__name__}: {failure}"
-    log = files.output if files is not None and files.output.exists() else None
-    platform = parsed.platform if isinstance(parsed, AgentHook) else None
-    await asyncio.to_thread(
-        record_hook_end, hook_run_id, HookEnd(status, output, error, log, platform)
-    )
 
 
 @dataclass(frozen=True)
@@ -199,88 +82,9 @@ class HookEnd:
     platform: str | None = None
 
 
-def record_hook_end(hook_run_id: int, end: HookEnd) -> None:
-    """Write how a hook run ended, with what an agent hook's harness reported it used."""
-    try:
-        platform = get_platform(end.platform) if end.platform else None
-    except Refused:  # the hook failed on it already; its run is recorded all the same
-        platform = None
-    usage = ledger.logged_usage(platform, end.log)
-    with open_store().transaction() as db:
-        hook_run = db.get_one(HookRun, hook_run_id)
-        hook_run.status = end.status
-        hook_run.output = end.output
-        hook_run.error = end.error
-        hook_run.log_path = str(end.log) if end.log else None
-        hook_run.platform = end.platform
-        ledger.record_usage(hook_run, usage)
-        hook_run.ended_at = utcnow()
-
-
 def hook_files(run_id: str, hook_run_id: int) -> ProcessFiles:
     """``<data dir>/logs/runs/<run>/hooks/<hook run id>/``: ids only."""
     return ProcessFiles(run_log_dir(run_id, "hooks", hook_run_id))
-
-
-async def run_hook(
-    hook: Hook,
-    values: dict[str, str | None],
-    firing: HookFiring,
-    files: ProcessFiles,
-    hook_run_id: int,
-) -> tuple[str, str | None, str | None]:
-    """Run a hook (as stored, or as its hook run copied it) in its mode;
-    ``(status, output, error)``."""
-    match hook:
-        case CommandHook() as command_hook:
-            return await run_command_hook(command_hook, values, firing, files)
-        case InteractiveHook() as interactive_hook:
-            return await run_interactive_hook(interactive_hook, values, firing, hook_run_id)
-        case AgentHook() as agent_hook:
-            return await run_agent_hook(agent_hook, values, firing, files)
-
-
-async def run_interactive_hook(
-    hook: InteractiveHook, values: dict[str, str | None], firing: HookFiring, hook_run_id: int
-) -> tuple[str, str | None, str | None]:
-    """Enqueue the rendered prompt for the target session, resolved at this very fire.
-
-    Fire-and-forget: the hook succeeds once the message is queued and handed to the
-    session's delivery workflow; it never waits for the reply. An unresolvable target
-    fails the hook with the reason (the prompt stays recallable). A message an
-    interrupted attempt already queued for this hook run is not queued again.
-    """
-    message_id, session_id, error = await asyncio.to_thread(
-        queue_hook_message, hook, values, firing, hook_run_id
-    )
-    if error is not None or session_id is None:
-        return "failed", None, error
-    queued = f"queued {message_id} for session {session_id}"
-    try:
-        await wake_session(activity.client(), session_id)
-    except Exception as failure:  # the message is stored; the next wake delivers it
-        return "succeeded", f"{queued}; delivery starts at the next wake ({failure})", None
-    return "succeeded", queued, None
-
-
-def queue_hook_message(
-    hook: InteractiveHook, values: dict[str, str | None], firing: HookFiring, hook_run_id: int
-) -> tuple[str, str | None, str | None]:
-    """The hook run's message (queued now, or by an interrupted attempt): its id, the
-    session it targets and why it could not be queued."""
-    with open_store().transaction() as db:
-        queued_before = db.scalar(select(Message).where(Message.hook_run_id == hook_run_id))
-        message = queued_before or enqueue_hook_message(
-            db,
-            markers.render(hook.prompt, values, markers.HOOK_MARKERS),
-            target_session_id=hook.target_session_id,
-            target_session_name=hook.target_session_name,
-            graph_id=firing.graph_id,
-            run_id=firing.run_id,
-            event=firing.event,
-            hook_run_id=hook_run_id,
-        )
-        return message.id, message.session_id, message.error
 
 
 async def run_command_hook(
@@ -334,4 +138,208 @@ def verdict(end: ProcessEnd, tail: str) -> tuple[str, str | None, str | None]:
     return "succeeded", output, None
 
 
-ALL: list[Callable[..., Any]] = [fire_hooks]
+class HookActivities:
+    """The hook activity, bound to the store that holds the hooks and records their runs."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    @activity.defn
+    async def fire_hooks(self, firing: HookFiring) -> list[int]:
+        """Run the event's stored hooks in order; the ids of the hook runs run by this attempt.
+
+        Store work runs on threads, so a slow store never stalls the worker's heartbeats."""
+        hooks = await asyncio.to_thread(self.stored_hooks, firing)
+        values = await asyncio.to_thread(self.marker_values, firing)
+        recorded = []
+        for index, hook in enumerate(hooks):
+            matched = matching_spec(hook, firing)
+            if matched is False:
+                continue
+            hook_values = {**values, "spec_id": matched} if isinstance(matched, str) else values
+            opened = await asyncio.to_thread(
+                self.open_hook_run, firing, index, hook, hook_values.get("spec_id")
+            )
+            if opened is None:
+                continue
+            hook_run_id, fired_config = opened
+            recorded.append(hook_run_id)
+            await self.run_and_record(hook_run_id, fired_config, hook_values, firing)
+        return recorded
+
+    def stored_hooks(self, firing: HookFiring) -> list[dict[str, Any]]:
+        """The hooks of the firing's event, as stored now (an edit during the run counts)."""
+        with self._store.transaction() as db:
+            return list((db.get_one(Graph, firing.graph_id).hooks or {}).get(firing.event, []))
+
+    def marker_values(self, firing: HookFiring) -> dict[str, str | None]:
+        """The reference's markers, populated as the event provides them (others: none)."""
+        values: dict[str, str | None] = {
+            "graph_name": firing.graph_name,
+            "workdir": firing.workdir,
+        }
+        if firing.event == "on_completed":
+            values["completed_specs"] = self.completed_specs(firing.run_id)
+        elif firing.event == "on_spec_completed":
+            values.update(spec_name=firing.spec_name, spec_id=firing.spec_id)
+        elif firing.event == "on_failed":
+            first_failed = firing.failed_specs[0] if firing.failed_specs else None
+            values.update(
+                blocker=firing.blocker, node=firing.node, spec_id=firing.spec_id or first_failed
+            )
+        else:
+            values.update(blocker=firing.blocker, node=firing.node)
+        return values
+
+    def completed_specs(self, run_id: str) -> str | None:
+        """``name: one-line summary`` of each spec this run completed, in completion order."""
+        with self._store.transaction() as db:
+            rows = db.execute(
+                select(Spec.name, Spec.body)
+                .join(RunSpec, RunSpec.spec_id == Spec.id)
+                .where(RunSpec.run_id == run_id, RunSpec.outcome == "completed")
+                .order_by(RunSpec.ended_at, RunSpec.id)
+            ).all()
+        lines = [_name_and_summary(name, specformat.summary_line(body)) for name, body in rows]
+        return "\n".join(lines) or None
+
+    def open_hook_run(
+        self, firing: HookFiring, index: int, hook: dict[str, Any], spec_id: str | None
+    ) -> tuple[int, dict[str, Any]] | None:
+        """The hook run to run now and the config it fires with; ``None`` if it is done.
+
+        A new occurrence is recorded ``running`` with a copy of ``hook``. A record left
+        ``running`` by a crashed worker is handed back with the config it first fired with,
+        so the interrupted hook is finished, not dropped and not started twice.
+        """
+        key = fire_key(firing, index)
+        with self._store.transaction() as db:
+            existing = db.scalar(select(HookRun).where(HookRun.fire_key == key))
+            if existing is not None:
+                if existing.status == "running":
+                    return existing.id, dict(existing.hook_config)
+                return None
+            hook_run = HookRun(
+                graph_id=firing.graph_id,
+                run_id=firing.run_id,
+                event=firing.event,
+                hook_index=index,
+                hook_config=copy.deepcopy(hook),
+                spec_id=spec_id,
+                status="running",
+                fire_key=key,
+                started_at=utcnow(),
+            )
+            db.add(hook_run)
+            db.flush()
+            return hook_run.id, hook
+
+    async def run_and_record(
+        self,
+        hook_run_id: int,
+        hook: dict[str, Any],
+        values: dict[str, str | None],
+        firing: HookFiring,
+    ) -> None:
+        """Run one hook and record how it went; any error becomes a failed hook run."""
+        files: ProcessFiles | None = None
+        parsed: Hook | None = None
+        try:
+            files = hook_files(firing.run_id, hook_run_id)
+            parsed = stored_hook(hook)
+            status, output, error = await self.run_hook(parsed, values, firing, files, hook_run_id)
+        except (Refused, LaunchError) as failure:  # a hook's failure is recorded, never raised
+            status, output, error = "failed", None, str(failure)
+        except Exception as failure:
+            status, output, error = "failed", None, f"{type(failure).__name__}: {failure}"
+        log = files.output if files is not None and files.output.exists() else None
+        platform = parsed.platform if isinstance(parsed, AgentHook) else None
+        await asyncio.to_thread(
+            self.record_hook_end, hook_run_id, HookEnd(status, output, error, log, platform)
+        )
+
+    def record_hook_end(self, hook_run_id: int, end: HookEnd) -> None:
+        """Write how a hook run ended, with what an agent hook's harness reported it used."""
+        try:
+            platform = get_platform(end.platform) if end.platform else None
+        except Refused:  # the hook failed on it already; its run is recorded all the same
+            platform = None
+        usage = ledger.logged_usage(platform, end.log)
+        with self._store.transaction() as db:
+            hook_run = db.get_one(HookRun, hook_run_id)
+            hook_run.status = end.status
+            hook_run.output = end.output
+            hook_run.error = end.error
+            hook_run.log_path = str(end.log) if end.log else None
+            hook_run.platform = end.platform
+            ledger.record_usage(hook_run, usage)
+            hook_run.ended_at = utcnow()
+
+    async def run_hook(
+        self,
+        hook: Hook,
+        values: dict[str, str | None],
+        firing: HookFiring,
+        files: ProcessFiles,
+        hook_run_id: int,
+    ) -> tuple[str, str | None, str | None]:
+        """Run a hook (as stored, or as its hook run copied it) in its mode;
+        ``(status, output, error)``."""
+        match hook:
+            case CommandHook() as command_hook:
+                return await run_command_hook(command_hook, values, firing, files)
+            case InteractiveHook() as interactive_hook:
+                return await self.run_interactive_hook(
+                    interactive_hook, values, firing, hook_run_id
+                )
+            case AgentHook() as agent_hook:
+                return await run_agent_hook(agent_hook, values, firing, files)
+
+    async def run_interactive_hook(
+        self,
+        hook: InteractiveHook,
+        values: dict[str, str | None],
+        firing: HookFiring,
+        hook_run_id: int,
+    ) -> tuple[str, str | None, str | None]:
+        """Enqueue the rendered prompt for the target session, resolved at this very fire.
+
+        Fire-and-forget: the hook succeeds once the message is queued and handed to the
+        session's delivery workflow; it never waits for the reply. An unresolvable target
+        fails the hook with the reason (the prompt stays recallable). A message an
+        interrupted attempt already queued for this hook run is not queued again.
+        """
+        message_id, session_id, error = await asyncio.to_thread(
+            self.queue_hook_message, hook, values, firing, hook_run_id
+        )
+        if error is not None or session_id is None:
+            return "failed", None, error
+        queued = f"queued {message_id} for session {session_id}"
+        try:
+            await wake_session(activity.client(), session_id)
+        except Exception as failure:  # the message is stored; the next wake delivers it
+            return "succeeded", f"{queued}; delivery starts at the next wake ({failure})", None
+        return "succeeded", queued, None
+
+    def queue_hook_message(
+        self,
+        hook: InteractiveHook,
+        values: dict[str, str | None],
+        firing: HookFiring,
+        hook_run_id: int,
+    ) -> tuple[str, str | None, str | None]:
+        """The hook run's message (queued now, or by an interrupted attempt): its id, the
+        session it targets and why it could not be queued."""
+        with self._store.transaction() as db:
+            queued_before = db.scalar(select(Message).where(Message.hook_run_id == hook_run_id))
+            message = queued_before or enqueue_hook_message(
+                db,
+                markers.render(hook.prompt, values, markers.HOOK_MARKERS),
+                target_session_id=hook.target_session_id,
+                target_session_name=hook.target_session_name,
+                graph_id=firing.graph_id,
+                run_id=firing.run_id,
+                event=firing.event,
+                hook_run_id=hook_run_id,
+            )
+            return message.id, message.session_id, message.error

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import ActivityEnvironment
 
-from canopy.activities.hooks import fire_hooks
+from canopy.activities.hooks import HookActivities
 from canopy.contracts.graph_run import ContinueRequest, HookFiring
 from canopy.ops import control, graphs, queues, runs, specs
 from canopy.store.engine import Store
@@ -317,9 +317,9 @@ async def test_firing_is_idempotent_across_activity_retries(
         occurrence="test",
         blocker="b",
     )
-    environment = ActivityEnvironment()
-    first = await environment.run(fire_hooks, firing)
-    again = await environment.run(fire_hooks, firing)
+    environment, hooks = ActivityEnvironment(), HookActivities(store)
+    first = await environment.run(hooks.fire_hooks, firing)
+    again = await environment.run(hooks.fire_hooks, firing)
     assert (len(first), again, file_lines(log)) == (1, [], ["once"])
 
 

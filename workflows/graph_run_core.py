@@ -19,8 +19,9 @@ from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
-    from canopy.activities import hooks, worktree
+    from canopy.activities import worktree
     from canopy.activities.bookkeeping import RunRecords
+    from canopy.activities.hooks import HookActivities
     from canopy.activities.run_state import RunControl
     from canopy.contracts.graph_run import (
         SIGNAL_CONTINUE,
@@ -464,8 +465,8 @@ class GraphRunCore:
             occurrence=occurrence,
             **context,
         )
-        await workflow.execute_activity(
-            hooks.fire_hooks,
+        await workflow.execute_activity_method(
+            HookActivities.fire_hooks,
             firing,
             task_queue=start.agents_task_queue,
             start_to_close_timeout=timedelta(hours=24),
