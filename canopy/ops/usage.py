@@ -74,7 +74,19 @@ def usage_by(rows: Rows, key: str, where: str, params: dict[str, Any]) -> dict[A
         f" WHERE ({where}) AND ({_REPORTED}) GROUP BY {key}",
         params,
     )
-    return {row.pop(key): row for row in found}
+    return {row.pop(key): _rounded(row) for row in found}
+
+
+COST_DECIMALS = 6
+"""A summed cost is rounded to a millionth of a dollar: floats summed in SQL carry
+binary noise (``0.30000000000000004``) that is not money."""
+
+
+def _rounded(row: Row) -> Row:
+    """``row`` with its summed ``cost_usd`` rounded to :data:`COST_DECIMALS`."""
+    if row["cost_usd"] is not None:
+        row["cost_usd"] = round(row["cost_usd"], COST_DECIMALS)
+    return row
 
 
 def usage_report(
@@ -108,6 +120,6 @@ def usage_report(
     return {
         "since": to_iso(cutoff),
         "graph_id": graph_id,
-        "by_platform_and_model": found,
-        "total": total,
+        "by_platform_and_model": [_rounded(row) for row in found],
+        "total": _rounded(total),
     }
