@@ -65,6 +65,14 @@ def next_pending(db: Session, run_id: str) -> NextSpec | None:
 
     Read fresh before every spec, so a reorder or an added member during the run counts.
     """
+    row = db.execute(next_pending_query(db, run_id)).first()
+    if row is None:
+        return None
+    return NextSpec(spec_id=row[0], name=row[1], group=row[2])
+
+
+def next_pending_query(db: Session, run_id: str) -> Select[str, str, str | None]:
+    """The query :func:`next_pending` runs: its id, name and queue group."""
     run = db.get_one(Run, run_id)
     if run.queue_id is not None:
         query = (
@@ -80,10 +88,7 @@ def next_pending(db: Session, run_id: str) -> NextSpec | None:
             .where(GraphSpec.graph_id == run.graph_id, Spec.status == "pending")
             .order_by(GraphSpec.position)
         )
-    row = db.execute(query.limit(1)).first()
-    if row is None:
-        return None
-    return NextSpec(spec_id=row[0], name=row[1], group=row[2])
+    return query.limit(1)
 
 
 def claim(db: Session, run_id: str, spec: NextSpec) -> int | None:

@@ -143,12 +143,15 @@ def _record_checked(store: Store, checked: CheckedStart) -> PreparedRun:
     under the graph's row lock with the active-run check repeated, so simultaneous starts
     of one graph queue up and all but the first are refused. The partial unique index on
     active runs backs this up against any writer; its violation, or two starts taking the
-    same run number, becomes the same one-line refusal.
+    same run number, becomes the same one-line refusal. The store's planner statistics
+    are refreshed then, for the run's reads of its queue (``Store.refresh_statistics``).
     """
     try:
-        return _record_run(store, checked)
+        recorded = _record_run(store, checked)
     except IntegrityError as error:
         raise _conflict_refusal(store, checked, error) from error
+    store.refresh_statistics()
+    return recorded
 
 
 def _check_start(

@@ -63,6 +63,10 @@ def migrate(engine: Engine) -> None:
         command.upgrade(config, "head")
 
 
+ANALYSIS_LIMIT = 1000
+"""Rows SQLite's ``ANALYZE`` samples per index: enough for the planner's choices."""
+
+
 class Store:
     """A migrated database and the sessions that work on it."""
 
@@ -82,6 +86,20 @@ class Store:
         """One operation's transaction: commit on success, roll back on any error."""
         with self._sessions() as db, db.begin():
             yield db
+
+    def refresh_statistics(self) -> None:
+        """Let SQLite's query planner see the tables as they are now (``ANALYZE``, bounded
+        by ``analysis_limit`` so it costs milliseconds on any size).
+
+        Without statistics SQLite guesses, and for a run's next-spec read it guesses wrong
+        on a big queue (``bench/read_ahead.py``); a run's start refreshes them, since that
+        is when a big queue begins to drain. Postgres keeps its own (autovacuum).
+        """
+        if self.engine.dialect.name != "sqlite":
+            return
+        with self.engine.begin() as connection:
+            connection.exec_driver_sql(f"PRAGMA analysis_limit={ANALYSIS_LIMIT}")
+            connection.exec_driver_sql("ANALYZE")
 
     def close(self) -> None:
         """Release pooled connections (tests open many stores)."""

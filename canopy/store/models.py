@@ -49,6 +49,7 @@ class Spec(Base):
     __table_args__ = (
         Index("ix_specs_workdir_status", "workdir", "status"),
         Index("ix_specs_status", "status"),
+        Index("ix_specs_id_status", "id", "status"),
         Index("ix_specs_created_at_id", "created_at", "id"),
     )
 

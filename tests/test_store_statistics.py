@@ -1,0 +1,56 @@
+"""A big queue's next-spec read keeps walking the queue in order (issue 13).
+
+A spec's status is stored after its body; ``ix_specs_id_status`` answers the run's
+status lookups without reading the rows, and the planner's statistics, refreshed when a
+run starts, keep SQLite from driving that read from the pending specs instead (a sort of
+every pending spec, per spec run).
+"""
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.dialects import sqlite
+
+from canopy.activities.bookkeeping import next_pending_query
+from canopy.ops import graphs, queues, runs
+from canopy.store.engine import Store
+from tests.conftest import make_specs
+from tests.engine import git_repo
+
+pytestmark = pytest.mark.store
+
+
+def plan(store: Store, run_id: str) -> list[str]:
+    """SQLite's plan for the run's next-pending read."""
+    with store.transaction() as db:
+        query = next_pending_query(db, run_id).compile(dialect=sqlite.dialect())
+        params = [query.params[name] for name in query.positiontup or []]
+        driver = db.connection().connection.driver_connection
+        assert driver is not None
+        return [row[3] for row in driver.execute(f"EXPLAIN QUERY PLAN {query}", params)]
+
+
+def test_a_run_start_lets_the_planner_walk_the_queue_in_order(store: Store, tmp_path: Path) -> None:
+    if store.engine.dialect.name != "sqlite":
+        pytest.skip("Postgres keeps its own statistics")
+    queue = queues.queue_create(store, "big")["id"]
+    for spec_id in make_specs(store, *(f"s{index}" for index in range(400))):
+        queues.queue_add_spec(store, queue, spec_id)
+    graph = graphs.graph_create(
+        store,
+        {
+            "name": "g",
+            "workdir": str(git_repo(tmp_path / "repo")),
+            "nodes": [{"name": "n", "command": "true"}],
+        },
+    )["id"]
+    with store.transaction() as db:
+        db.execute(text("DELETE FROM sqlite_stat1"))
+    run_id = runs.prepare_run(store, graph, queue=queue).start.run_id
+    with store.transaction() as db:
+        analyzed = db.execute(text("SELECT idx FROM sqlite_stat1 WHERE tbl = 'specs'")).scalars()
+        assert "ix_specs_id_status" in set(analyzed)
+    steps = plan(store, run_id)
+    assert steps[0].startswith("SEARCH queue_members USING INDEX ix_queue_members_queue_position")
+    assert not any("TEMP B-TREE" in step for step in steps), steps
