@@ -34,7 +34,7 @@ from canopy.activities.detached import (
     run_once,
 )
 from canopy.backlog import specformat
-from canopy.contracts.graph_run import HookFiring
+from canopy.contracts.graph_run import HookFiring, HooksFired
 from canopy.errors import Refused
 from canopy.graphs import markers
 from canopy.graphs.hooks import SPEC_EVENTS
@@ -43,6 +43,7 @@ from canopy.ops.session_wake import wake_session
 from canopy.ops.sessions import enqueue_hook_message
 from canopy.paths import run_log_dir
 from canopy.platforms import get_platform
+from canopy.platforms.usage import HarnessUsage
 from canopy.store.engine import Store
 from canopy.store.models import Graph, HookRun, Message, RunSpec, Spec
 from canopy.timefmt import utcnow
@@ -145,13 +146,14 @@ class HookActivities:
         self._store = store
 
     @activity.defn
-    async def fire_hooks(self, firing: HookFiring) -> list[int]:
-        """Run the event's stored hooks in order; the ids of the hook runs run by this attempt.
+    async def fire_hooks(self, firing: HookFiring) -> HooksFired:
+        """Run the event's stored hooks in order; the hook runs this attempt ran, and what
+        the agent hooks among them used.
 
         Store work runs on threads, so a slow store never stalls the worker's heartbeats."""
         hooks = await asyncio.to_thread(self.stored_hooks, firing)
         values = await asyncio.to_thread(self.marker_values, firing)
-        recorded = []
+        fired = HooksFired(hook_run_ids=[])
         for index, hook in enumerate(hooks):
             matched = matching_spec(hook, firing)
             if matched is False:
@@ -163,9 +165,10 @@ class HookActivities:
             if opened is None:
                 continue
             hook_run_id, fired_config = opened
-            recorded.append(hook_run_id)
-            await self.run_and_record(hook_run_id, fired_config, hook_values, firing)
-        return recorded
+            fired.hook_run_ids.append(hook_run_id)
+            used = await self.run_and_record(hook_run_id, fired_config, hook_values, firing)
+            fired.usage = used.plus(fired.usage) if used is not None else fired.usage
+        return fired
 
     def stored_hooks(self, firing: HookFiring) -> list[dict[str, Any]]:
         """The hooks of the firing's event, as stored now (an edit during the run counts)."""
@@ -240,8 +243,9 @@ class HookActivities:
         hook: dict[str, Any],
         values: dict[str, str | None],
         firing: HookFiring,
-    ) -> None:
-        """Run one hook and record how it went; any error becomes a failed hook run."""
+    ) -> HarnessUsage | None:
+        """Run one hook and record how it went (any error becomes a failed hook run); what
+        its harness reported it used."""
         files: ProcessFiles | None = None
         parsed: Hook | None = None
         try:
@@ -254,12 +258,13 @@ class HookActivities:
             status, output, error = "failed", None, f"{type(failure).__name__}: {failure}"
         log = files.output if files is not None and files.output.exists() else None
         platform = parsed.platform if isinstance(parsed, AgentHook) else None
-        await asyncio.to_thread(
+        return await asyncio.to_thread(
             self.record_hook_end, hook_run_id, HookEnd(status, output, error, log, platform)
         )
 
-    def record_hook_end(self, hook_run_id: int, end: HookEnd) -> None:
-        """Write how a hook run ended, with what an agent hook's harness reported it used."""
+    def record_hook_end(self, hook_run_id: int, end: HookEnd) -> HarnessUsage | None:
+        """Write how a hook run ended, with what an agent hook's harness reported it used;
+        that usage."""
         try:
             platform = get_platform(end.platform) if end.platform else None
         except Refused:  # the hook failed on it already; its run is recorded all the same
@@ -274,6 +279,7 @@ class HookActivities:
             hook_run.platform = end.platform
             ledger.record_usage(hook_run, usage)
             hook_run.ended_at = utcnow()
+        return usage
 
     async def run_hook(
         self,

@@ -18,7 +18,7 @@ from canopy.activities.bookkeeping import RunRecords
 from canopy.activities.delivery import DeliveryActivities
 from canopy.activities.legacy import LegacyDelivery, LegacyRunRecords
 from canopy.activities.run_state import RunControl
-from canopy.contracts.graph_run import WorkdirRef
+from canopy.contracts.graph_run import HooksFired, WorkdirRef
 from canopy.contracts.session_delivery import DeliveryFailure, MessageRef, SessionRef
 from canopy.ops import notifications, sessions
 from canopy.store.engine import Store
@@ -64,10 +64,11 @@ def test_a_legacy_call_takes_its_request_fields_in_order(typed: object) -> None:
         (SessionRef, "ses-1", SessionRef(session_id="ses-1")),
         (MessageRef, "msg-1", MessageRef(message_id="msg-1")),
         (WorkdirRef, "/src/app", WorkdirRef(workdir="/src/app")),
+        (HooksFired, [3, 4], HooksFired(hook_run_ids=[3, 4])),  # a recorded result
     ],
 )
-def test_a_task_scheduled_with_the_bare_value_still_decodes(
-    model: type[BaseModel], bare: str, expected: BaseModel
+def test_a_value_recorded_bare_still_decodes(
+    model: type[BaseModel], bare: str | list[int], expected: BaseModel
 ) -> None:
     converter = pydantic_data_converter.payload_converter
     (old_payload,) = converter.to_payloads([bare])

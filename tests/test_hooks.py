@@ -320,7 +320,7 @@ async def test_firing_is_idempotent_across_activity_retries(
     environment, hooks = ActivityEnvironment(), HookActivities(store)
     first = await environment.run(hooks.fire_hooks, firing)
     again = await environment.run(hooks.fire_hooks, firing)
-    assert (len(first), again, file_lines(log)) == (1, [], ["once"])
+    assert (len(first.hook_run_ids), again.hook_run_ids, file_lines(log)) == (1, [], ["once"])
 
 
 async def hooks_fired(handle: WorkflowHandle[Any, Any], count: int) -> None:

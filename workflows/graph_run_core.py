@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from canopy.graphs.hooks import HookEvent
     from canopy.graphs.model import AgentConfig, AgentNode, CommandNode, EnsembleNode
+    from canopy.platforms.usage import HarnessUsage
     from canopy.workdir import WorktreeState
     from canopy.workflows import blockers, details
 
@@ -385,11 +386,15 @@ class GraphRunCore:
         )
 
     def _counted(self, result: NodeResult) -> NodeResult:
-        """``result``, its usage added to the run's running total (:class:`RunCounts`)."""
-        if result.usage is not None:
-            counts = self._status.counts
-            counts.usage = result.usage.plus(counts.usage)
+        """``result``, its usage added to the run's running total."""
+        self._add_usage(result.usage)
         return result
+
+    def _add_usage(self, usage: HarnessUsage | None) -> None:
+        """Add what a harness reported it used to the run's running total (:class:`RunCounts`)."""
+        if usage is not None:
+            counts = self._status.counts
+            counts.usage = usage.plus(counts.usage)
 
     async def _resume_for(
         self,
@@ -438,6 +443,7 @@ class GraphRunCore:
                 blocker=blocker["message"],
                 node=blocker.get("node"),
             )
+        self._set_details(details.settled(status, self._status.counts, blocker))  # + hooks
         return status
 
     async def _fire_spec_completed(
@@ -455,7 +461,8 @@ class GraphRunCore:
     async def _fire(
         self, start: RunInput, event: HookEvent, occurrence: str, **context: Any
     ) -> None:
-        """Fire ``event``'s hooks (read from the store now) on the run's host."""
+        """Fire ``event``'s hooks (read from the store now) on the run's host; what agent
+        hooks used joins the running total."""
         firing = HookFiring(
             run_id=start.run_id,
             graph_id=start.graph_id,
@@ -465,7 +472,7 @@ class GraphRunCore:
             occurrence=occurrence,
             **context,
         )
-        await workflow.execute_activity_method(
+        fired = await workflow.execute_activity_method(
             HookActivities.fire_hooks,
             firing,
             task_queue=start.agents_task_queue,
@@ -474,6 +481,7 @@ class GraphRunCore:
             retry_policy=NODE_RETRY,
             summary=f"hooks: {event}",
         )
+        self._add_usage(fired.usage)
 
     def _show(
         self, spec: NextSpec | None, node: str | None, node_run_id: int | None = None

@@ -47,8 +47,8 @@ class RunCounts(BaseModel):
     skipped: int = 0
     specs_started: int = 0
     usage: HarnessUsage | None = None
-    """What its node runs' harnesses reported they used, summed as the results came
-    back (for the Temporal UI's details); hook runs are only in the store's ledger."""
+    """What its node runs' and agent hook runs' harnesses reported they used, summed as
+    the results came back (for the Temporal UI's details)."""
 
 
 class RunInput(BaseModel):
@@ -416,6 +416,14 @@ class IgnoredSignalRecord(BaseModel):
     signal: str
     reason: str
     at: datetime
+
+
+class HooksFired(BareValueAccepted):
+    """What a firing ran: the hook runs this attempt ran and what their harnesses reported
+    they used, summed (agent hooks only). Recorded histories hold the bare list of ids."""
+
+    hook_run_ids: list[int]
+    usage: HarnessUsage | None = None
 
 
 class HookFiring(BaseModel):

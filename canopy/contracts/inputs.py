@@ -1,4 +1,4 @@
-"""What the activity input models share."""
+"""What the activity input and result models share."""
 
 from typing import Any
 
@@ -6,14 +6,14 @@ from pydantic import BaseModel, model_validator
 
 
 class BareValueAccepted(BaseModel):
-    """An activity input of one field that also reads that field's bare value: how the
-    activity was called before it took a model. An activity task scheduled, or retried,
-    across an upgrade still runs."""
+    """An activity's input or result model that also reads a bare value (a string, a
+    list) as its first field, the others taking their defaults: what the activity took or
+    returned before it had a model. An activity task scheduled across an upgrade still
+    runs, and a recorded history's result still replays."""
 
     @model_validator(mode="before")
     @classmethod
     def _from_bare_value(cls, data: Any) -> Any:
-        if isinstance(data, str):
-            (field,) = cls.model_fields
-            return {field: data}
+        if isinstance(data, str | list):
+            return {next(iter(cls.model_fields)): data}
         return data
