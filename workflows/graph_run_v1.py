@@ -203,7 +203,9 @@ class LegacyGraphRun(GraphRunCore):
         *args: Params.args,
         **kwargs: Params.kwargs,
     ) -> Returned:
-        """A store activity on the main queue (retried until the store answers)."""
+        """A store activity on the main queue (retried until the store answers); its
+        arguments are positional, as the recorded histories hold them."""
+        assert not kwargs, "legacy store activities take positional arguments only"
         return await workflow.execute_activity_method(
             call, args=list(args), start_to_close_timeout=BOOKKEEPING_TIMEOUT
         )
