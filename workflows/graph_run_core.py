@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         DirectedSpec,
         GraphRef,
         GroupSessionQuery,
+        HarnessUsage,
         HookFiring,
         IgnoredSignal,
         IgnoredSignalRecord,
@@ -53,7 +54,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from canopy.graphs.hooks import HookEvent
     from canopy.graphs.model import AgentConfig, AgentNode, CommandNode, EnsembleNode
-    from canopy.platforms.usage import HarnessUsage
     from canopy.workdir import WorktreeState
     from canopy.workflows import blockers, details
 

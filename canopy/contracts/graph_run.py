@@ -15,7 +15,7 @@ from canopy.contracts.inputs import BareValueAccepted
 from canopy.graphs.hooks import HookEvent
 from canopy.graphs.model import AgentConfig, AgentNode, EnsembleNode, Node
 from canopy.limits import NODE_TIMEOUT_MINUTES
-from canopy.platforms.usage import HarnessUsage
+from canopy.platforms.usage import HarnessUsage as HarnessUsage  # re-exported: payloads carry it
 from canopy.search_attributes import SEARCH_ATTRIBUTE_BLOCKER, SEARCH_ATTRIBUTE_STATUS
 from canopy.workdir import WorktreeState
 
