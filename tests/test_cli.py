@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy.exc import IntegrityError, OperationalError
+from typer.core import TyperGroup
 
 from canopy.cli.app import COMMANDS, load_command
 from canopy.errors import unexpected_error_line
@@ -193,7 +194,7 @@ def test_with_json_a_refusal_is_also_an_error_object_on_stdout(home: Path) -> No
         result = run_canopy(home, *args)
         assert result.code == 2, args
         assert result.json() == {"error": message}
-        assert message in result.stderr  # typer's usage box, as without --json
+        assert message in result.stderr  # typer's usage error, as without --json
 
 
 def test_version(home: Path) -> None:
@@ -254,10 +255,21 @@ COMMAND_MODULES = {module for module, _attribute, _line in COMMANDS.values()}
 def test_root_help_loads_no_command_module(home: Path) -> None:
     result = ok(run_canopy(home, "--help"))
     for name in COMMANDS:
-        assert f"│ {name} " in result.stdout, name
+        assert f"\n  {name} " in result.stdout, name
     loaded = modules_loaded(home, "--help")
     assert not COMMAND_MODULES & loaded
-    assert not {"sqlalchemy", "pydantic", "jinja2", "temporalio", "textual"} & loaded
+    assert not {"sqlalchemy", "pydantic", "jinja2", "temporalio", "textual", "rich"} & loaded
+
+
+@pytest.mark.parametrize("name", ["spec", "graph", "session", "server"])
+def test_help_lists_each_commands_whole_first_paragraph(home: Path, name: str) -> None:
+    """The plain help renderer would cut a long line with "..."; every word is shown."""
+    shown = " ".join(ok(run_canopy(home, name, "--help")).stdout.split())
+    group = load_command(name)
+    assert isinstance(group, TyperGroup)
+    for command in group.commands.values():
+        assert command.help is not None
+        assert " ".join(command.help.split("\n\n")[0].split()) in shown, command.name
 
 
 @pytest.mark.parametrize("name", COMMANDS)
