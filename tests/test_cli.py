@@ -261,6 +261,13 @@ def test_root_help_loads_no_command_module(home: Path) -> None:
     assert not {"sqlalchemy", "pydantic", "jinja2", "temporalio", "textual", "rich"} & loaded
 
 
+@pytest.mark.parametrize("args", [["spec", "--help"], ["graph", "--help"], ["session", "--help"]])
+def test_a_command_groups_help_loads_no_operations(home: Path, args: list[str]) -> None:
+    """Building a group for its help imports its command module, not the store or SDK."""
+    loaded = modules_loaded(home, *args)
+    assert not {"sqlalchemy", "temporalio", "jinja2", "canopy.platforms", "rich"} & loaded
+
+
 @pytest.mark.parametrize("name", ["spec", "graph", "session", "server"])
 def test_help_lists_each_commands_whole_first_paragraph(home: Path, name: str) -> None:
     """The plain help renderer would cut a long line with "..."; every word is shown."""
