@@ -347,6 +347,24 @@ def _session_get(rows: Rows, _options: Options, positionals: list[str], as_json:
     emit(result, as_json, lambda: session_views.show_session(result))
 
 
+def _session_new(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+    from canopy.cli import session_views
+    from canopy.ops import sessions
+
+    result = sessions.session_new(
+        rows, options["--platform"], options.get("--name"), options.get("--workdir")
+    )
+    emit(result, as_json, lambda: session_views.show_session(result))
+
+
+def _session_close(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.cli import session_views
+    from canopy.ops import sessions
+
+    result = sessions.session_close(rows, positionals[0])
+    emit(result, as_json, lambda: session_views.show_session(result))
+
+
 def _notifications(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.cli import session_views
     from canopy.ops import notifications
@@ -392,6 +410,10 @@ _COMMANDS: dict[tuple[str, ...], _Command] = {
     ("graph", "info"): _Command(_graph_info, (1, 1)),
     ("session", "list"): _Command(_session_list, flags=("--all",)),
     ("session", "get"): _Command(_session_get, (1, 1)),
+    ("session", "new"): _Command(
+        _session_new, options=("--platform", "--name", "--workdir"), required=("--platform",)
+    ),
+    ("session", "close"): _Command(_session_close, (1, 1)),
     ("notifications",): _Command(_notifications, options=("--limit",), numbers=("--limit",)),
     ("usage",): _Command(_usage, options=("--since", "--graph")),
 }

@@ -297,10 +297,11 @@ def on_fast_lane(
     home: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
 ) -> Result:
     """``canopy ARGS``, asserting the fast lane served it: no typer, SQLAlchemy, SDK or
-    jinja2, and no pydantic but for ``graph info``, which builds the typed GraphInfo."""
+    jinja2, and no pydantic but for ``graph info``, which builds the typed GraphInfo, and
+    ``session new``, which checks the platform against the platform settings' model."""
     result = run_canopy(home, *args, stdin=stdin, python_flags=("-X", "importtime"), env=env)
     unwanted = {"typer", "sqlalchemy", "temporalio", "jinja2", "textual"}
-    if list(args[:2]) != ["graph", "info"]:
+    if tuple(args[:2]) not in {("graph", "info"), ("session", "new")}:
         unwanted.add("pydantic")
     assert not unwanted & imported_modules(result), args
     result.stderr = "".join(
@@ -438,7 +439,7 @@ def block_with_a_paused_run(home: Path, graph_id: str) -> None:
 
 
 _ISO_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\.\d{6}Z?")
-_ID = re.compile(r"(?:spec|queue)-[0-9a-z]{10}")
+_ID = re.compile(r"(?:spec|queue|sess)-[0-9a-z]{10}")
 
 
 def masked(text: str, known: set[str]) -> str:
@@ -466,6 +467,8 @@ def test_fast_lane_writes_exactly_like_the_full_cli(tmp_path: Path) -> None:
     source.close()
     copy.close()
     known = {a, b, c, queue}
+    workdir = str(tmp_path)
+    new_session = ("session", "new", "--platform", "claude", "--workdir", workdir)
     body_file = tmp_path / "body.md"
     body_file.write_text(body("from a file"))
     for args, stdin in (
@@ -496,25 +499,36 @@ def test_fast_lane_writes_exactly_like_the_full_cli(tmp_path: Path) -> None:
         (("queue", "remove", queue, b), None),
         (("spec", "delete", c, "--json"), None),
         (("spec", "delete", "nope"), None),
+        ((*new_session, "--name", "pair", "--json"), None),
+        ((*new_session, "--name=pair"), None),
+        (("session", "new", "--platform", "claude", "--name", "x", "--workdir", "/nope"), None),
+        (("session", "new", "--platform", "nope", "--name", "x", "--workdir", workdir), None),
+        (("session", "new", "--platform", "claude", "--name", " ", "--workdir", workdir), None),
+        (("session", "close", "pair", "--json"), None),
+        (("session", "close", "pair"), None),
+        (("session", "close", "nope"), None),
     ):
         fast = on_fast_lane(fast_home, *args, stdin=stdin)
         full = on_full_path(full_home, *args, stdin=stdin)
         assert fast.code == full.code, (args, fast.stderr, full.stderr)
-        assert masked(fast.stdout, known) == masked(full.stdout, known), args
-        assert masked(fast.stderr, known) == masked(full.stderr, known), args
+        for fast_text, full_text in ((fast.stdout, full.stdout), (fast.stderr, full.stderr)):
+            fast_seen = masked(fast_text.replace(str(fast_home), "HOME"), known)
+            assert fast_seen == masked(full_text.replace(str(full_home), "HOME"), known), args
     assert stored_rows(fast_home, known) == stored_rows(full_home, known)
 
 
 def stored_rows(home: Path, known: set[str]) -> dict[str, list[str]]:
     """Every row of the store in ``home`` as SQLite holds it, :func:`masked`, in a stable
-    order (raw values, so a timestamp in another layout shows)."""
+    order (raw values, so a timestamp in another layout shows), ``home`` itself shown as
+    ``HOME`` (a session's transcript lies under it)."""
     connection = sqlite3.connect(home / "canopy.db")
     tables = [
         row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
     ]
     rows = {
         table: sorted(
-            masked(repr(row), known) for row in connection.execute(f"SELECT * FROM {table}")
+            masked(repr(row).replace(str(home), "HOME"), known)
+            for row in connection.execute(f"SELECT * FROM {table}")
         )
         for table in tables
     }
