@@ -16,6 +16,7 @@ usage errors. ``tests/test_cli.py`` checks that both paths answer alike.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -48,7 +49,16 @@ typer reads ``5.0`` as 5 and refuses ``٣``, which ``int()`` reads as 3."""
 class _Command:
     """A command this lane serves: what it accepts and the function that runs it."""
 
-    __slots__ = ("files", "flags", "handler", "numbers", "options", "positionals", "required")
+    __slots__ = (
+        "aliases",
+        "files",
+        "flags",
+        "handler",
+        "numbers",
+        "options",
+        "positionals",
+        "required",
+    )
 
     def __init__(
         self,
@@ -59,6 +69,7 @@ class _Command:
         required: tuple[str, ...] = (),
         files: tuple[str, ...] = (),
         numbers: tuple[str, ...] = (),
+        aliases: Mapping[str, str] | None = None,
     ) -> None:
         self.handler = handler
         self.positionals = positionals
@@ -73,6 +84,8 @@ class _Command:
         """Options naming a file, which typer checks before the command runs."""
         self.numbers = numbers
         """Options taking an integer, which typer converts before the command runs."""
+        self.aliases = aliases or {}
+        """Short names of options (``-f``: ``--file``); giving both is a repeat."""
 
 
 def try_run(args: list[str]) -> bool:
@@ -114,6 +127,7 @@ def _parse(tokens: list[str], command: _Command) -> tuple[Options, list[str], bo
     while index < len(tokens):
         token = tokens[index]
         name, _, inline = token.partition("=")
+        name = command.aliases.get(name, name)
         if token == "--json":
             as_json = True
         elif token in command.flags:
@@ -166,16 +180,23 @@ def _connect() -> sqlite3.Connection | None:
 
 
 def _runner(connection: sqlite3.Connection) -> Rows:
-    """Portable SQL on ``connection``; timestamps are written as the ORM writes them."""
+    """Portable SQL on ``connection``; timestamps and JSON documents (dicts and lists) are
+    written as the ORM writes them."""
 
     def run(sql: str, params: Mapping[str, Any]) -> list[Row]:
-        values = {
-            name: sqlite_text(value) if isinstance(value, datetime) else value
-            for name, value in params.items()
-        }
+        values = {name: _stored(value) for name, value in params.items()}
         return [dict(row) for row in connection.execute(sql, values)]
 
     return run
+
+
+def _stored(value: Any) -> Any:
+    """``value`` as the ORM's column types store it in SQLite (``DateTime``, ``JSON``)."""
+    if isinstance(value, datetime):
+        return sqlite_text(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    return value
 
 
 def _path(value: str | None) -> Path | None:
@@ -328,6 +349,15 @@ def _graph_info(rows: Rows, _options: Options, positionals: list[str], as_json: 
     emit(info.as_json(), as_json, lambda: graph_views.show_graph(info))
 
 
+def _graph_create(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+    from canopy.cli.inputs import read_definition
+    from canopy.ops import graphs
+
+    definition = read_definition(_path(options["--file"]), options.get("--host"))
+    result = graphs.graph_create(rows, definition)
+    emit(result, as_json, lambda: views.show_created(result))
+
+
 # --------------------------------------------------------------------------- sessions
 
 
@@ -408,6 +438,13 @@ _COMMANDS: dict[tuple[str, ...], _Command] = {
     ("queue", "group"): _Command(_queue_group, (2, 3), flags=("--clear",)),
     ("graph", "list"): _Command(_graph_list),
     ("graph", "info"): _Command(_graph_info, (1, 1)),
+    ("graph", "create"): _Command(
+        _graph_create,
+        options=("--file", "--host"),
+        required=("--file",),
+        files=("--file",),
+        aliases={"-f": "--file"},
+    ),
     ("session", "list"): _Command(_session_list, flags=("--all",)),
     ("session", "get"): _Command(_session_get, (1, 1)),
     ("session", "new"): _Command(

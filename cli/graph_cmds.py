@@ -5,17 +5,15 @@ run them, so ``canopy graph --help`` does not load them.
 """
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from canopy.cli import control_cmds, run_cmds, views
-from canopy.cli.inputs import read_text
+from canopy.cli.inputs import read_definition
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import emit, print_line
 from canopy.cli.store import open_store
-from canopy.graphs.parse import parse_definition
-from canopy.limits import GRAPH_FILE_MAX_BYTES
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -31,18 +29,6 @@ HostOption = Annotated[
         "overrides the file's host.",
     ),
 ]
-
-
-def read_definition(file: Path | None, host: str | None = None) -> dict[str, Any]:
-    """The definition in ``file`` (``-`` is stdin; none: no fields), parsed by its extension
-    or content, with ``host`` set when given. The host is validated with the rest."""
-    definition: dict[str, Any] = {}
-    if file is not None:
-        text = read_text(file, "--file", "graph file", GRAPH_FILE_MAX_BYTES)
-        definition = parse_definition(text, str(file))
-    if host is not None:
-        definition["host"] = host
-    return definition
 
 
 @app.command("create")

@@ -293,16 +293,24 @@ def test_a_command_loads_only_its_own_module(home: Path) -> None:
     assert "textual" not in loaded  # only `canopy tui` loads the TUI
 
 
+MODELS_ON_FAST_LANE: dict[tuple[str, ...], set[str]] = {
+    ("graph", "info"): {"pydantic"},
+    ("session", "new"): {"pydantic"},
+    ("graph", "create"): {"pydantic", "jinja2"},
+}
+"""Fast-lane commands that load a model: ``graph info`` builds the typed GraphInfo,
+``session new`` checks its platform against the platform settings, ``graph create``
+validates the definition (its prompts with jinja2)."""
+
+
 def on_fast_lane(
     home: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
 ) -> Result:
-    """``canopy ARGS``, asserting the fast lane served it: no typer, SQLAlchemy, SDK or
-    jinja2, and no pydantic but for ``graph info``, which builds the typed GraphInfo, and
-    ``session new``, which checks the platform against the platform settings' model."""
+    """``canopy ARGS``, asserting the fast lane served it: no typer, SQLAlchemy or SDK,
+    and no pydantic or jinja2 but where :data:`MODELS_ON_FAST_LANE` says."""
     result = run_canopy(home, *args, stdin=stdin, python_flags=("-X", "importtime"), env=env)
-    unwanted = {"typer", "sqlalchemy", "temporalio", "jinja2", "textual"}
-    if tuple(args[:2]) not in {("graph", "info"), ("session", "new")}:
-        unwanted.add("pydantic")
+    unwanted = {"typer", "sqlalchemy", "temporalio", "jinja2", "textual", "pydantic"}
+    unwanted -= MODELS_ON_FAST_LANE.get(tuple(args[:2]), set())
     assert not unwanted & imported_modules(result), args
     result.stderr = "".join(
         line for line in result.stderr.splitlines(keepends=True) if not line.startswith("import")
@@ -439,7 +447,7 @@ def block_with_a_paused_run(home: Path, graph_id: str) -> None:
 
 
 _ISO_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\.\d{6}Z?")
-_ID = re.compile(r"(?:spec|queue|sess)-[0-9a-z]{10}")
+_ID = re.compile(r"(?:spec|queue|sess|graph)-[0-9a-z]{10}")
 
 
 def masked(text: str, known: set[str]) -> str:
@@ -471,6 +479,11 @@ def test_fast_lane_writes_exactly_like_the_full_cli(tmp_path: Path) -> None:
     new_session = ("session", "new", "--platform", "claude", "--workdir", workdir)
     body_file = tmp_path / "body.md"
     body_file.write_text(body("from a file"))
+    hook = {"command": "notify.sh {{spec_name}}", "spec_ids": [b[:-2]]}
+    graph_file = tmp_path / "graph.json"
+    graph_file.write_text(json.dumps(example(specs=[a, b], hooks={"on_spec_completed": [hook]})))
+    graph_toml = tmp_path / "graph.toml"
+    graph_toml.write_text('name = "toml"\n[[nodes]]\nname = "t"\ncommand = "make test"\n')
     for args, stdin in (
         (("spec", "create", "--name", "new", "--body-file", "-", "--workdir", "/w"), body()),
         (("spec", "create", "--name=new", "--body", body(), "--json"), None),
@@ -507,6 +520,14 @@ def test_fast_lane_writes_exactly_like_the_full_cli(tmp_path: Path) -> None:
         (("session", "close", "pair", "--json"), None),
         (("session", "close", "pair"), None),
         (("session", "close", "nope"), None),
+        (("graph", "create", "-f", str(graph_file), "--json"), None),
+        (("graph", "create", "--file", str(graph_file), "--host", "devbox"), None),
+        (("graph", "create", "--file=-", "--json"), json.dumps(example(name="piped"))),
+        (("graph", "create", "-f", str(graph_toml), "--host", "box", "--json"), None),
+        (("graph", "create", "-f", "-"), json.dumps(example(name="b", specs=[c, c]))),
+        (("graph", "create", "-f", "-"), json.dumps(example(name="b", nodes=[]))),
+        (("graph", "create", "-f", "-"), "{not json"),
+        (("graph", "create", "-f", str(tmp_path / "missing.json")), None),
     ):
         fast = on_fast_lane(fast_home, *args, stdin=stdin)
         full = on_full_path(full_home, *args, stdin=stdin)

@@ -11,14 +11,17 @@ effect at the next node launch. Deleting a graph is refused while a run of it is
 definition, the bound specs, the run record and, for a graph the store calls running, a
 ``consistency_warning`` computed against Temporal by :mod:`canopy.ops.control`);
 ``graph_get`` is its JSON form, ``graph info --json``.
+
+``graph_create`` and the helpers it shares with ``graph_edit`` are portable SQL on a row
+runner (:func:`canopy.ops.common.sql_transaction`), so the CLI's fast lane serves
+``graph create`` with ``sqlite3``; SQLAlchemy and the models are imported only by the
+operations still written with the ORM.
 """
 
-from collections.abc import Iterable, Mapping
-from datetime import datetime
-from typing import Any
+from __future__ import annotations
 
-from sqlalchemy import delete, func, select, update
-from sqlalchemy.orm import Session
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from canopy.errors import Refused
 from canopy.graphs.hooks import (
@@ -30,7 +33,7 @@ from canopy.graphs.hooks import (
 )
 from canopy.graphs.model import GraphDefinition, validate_definition
 from canopy.ids import new_id
-from canopy.ops.common import rows_of
+from canopy.ops.common import rows_of, sql_transaction
 from canopy.ops.graph_info import (
     GraphInfo,
     RunInfo,
@@ -41,32 +44,42 @@ from canopy.ops.graph_info import (
     stored_graph_info,
 )
 from canopy.store import queries
-from canopy.store.engine import Store
-from canopy.store.models import (
-    Graph,
-    GraphSpec,
-    QueueMember,
-    Spec,
-)
-from canopy.store.run_records import lock_graph
 from canopy.timefmt import utcnow
 
+if TYPE_CHECKING:
+    from datetime import datetime
 
-def graph_create(store: Store, definition: Mapping[str, Any]) -> dict[str, Any]:
+    from sqlalchemy.orm import Session
+
+    from canopy.store.engine import Store
+    from canopy.store.models import Graph
+    from canopy.store.queries import Rows
+
+_INSERT_GRAPH = (
+    "INSERT INTO graphs (id, name, workdir, host, allow_dirty_start, nodes, ensembles, hooks,"
+    " status, blocker, created_at, updated_at) VALUES (:id, :name, :workdir, :host,"
+    " :allow_dirty_start, :nodes, :ensembles, :hooks, 'idle', 'null', :created_at, :updated_at)"
+)
+"""A new graph's row; ``blocker`` is JSON ``null``, as the ORM's JSON column stores None."""
+
+
+def graph_create(store: Store | Rows, definition: Mapping[str, Any]) -> dict[str, Any]:
     """A new, idle graph from a whole definition, binding the specs it lists.
 
     Hooks' ``spec_ids`` resolve against the specs it binds (a new graph has no run).
     """
     graph = validate_definition(definition)
     now = utcnow()
-    with store.transaction() as db:
-        row = Graph(id=new_id("graph"), status="idle", blocker=None, created_at=now)
-        _write_definition(row, graph, now)
-        db.add(row)
-        db.flush()
-        _bind_specs(db, row.id, graph.specs)
-        _resolve_hook_spec_ids(db, row, HOOK_EVENTS)
-        return read_graph_info(rows_of(db), row.id).as_json()
+    columns = _definition_columns(graph, now)
+    graph_id = new_id("graph")
+    with sql_transaction(store) as rows:
+        rows(_INSERT_GRAPH, {**columns, "id": graph_id, "created_at": now})
+        _bind_specs(rows, graph_id, graph.specs)
+        hooks = _resolved_hooks(rows, graph_id, columns["hooks"], HOOK_EVENTS)
+        if hooks != columns["hooks"]:
+            params = {"hooks": hooks, "id": graph_id}
+            rows("UPDATE graphs SET hooks = :hooks WHERE id = :id", params)
+        return read_graph_info(rows, graph_id).as_json()
 
 
 def graph_list(store: Store) -> list[dict[str, Any]]:
@@ -125,6 +138,10 @@ def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str
     the bound specs, in the new order. An edit of hooks while a run is active answers
     with ``remaining_events`` and ``hooks_note``: where the edit still takes effect.
     """
+    from sqlalchemy import delete
+
+    from canopy.store.models import GraphSpec
+
     if not changes:
         raise Refused("graph edit needs at least one field to change")
     with store.transaction() as db:
@@ -133,11 +150,12 @@ def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str
         if isinstance(changes.get("hooks"), Mapping):
             merged["hooks"] = {**row.hooks, **changes["hooks"]}
         checked = validate_definition(merged)
-        _write_definition(row, checked, utcnow())
+        for column, value in _definition_columns(checked, utcnow()).items():
+            setattr(row, column, value)
         if "specs" in changes:
             db.execute(delete(GraphSpec).where(GraphSpec.graph_id == row.id))
-            _bind_specs(db, row.id, checked.specs)
-        _resolve_hook_spec_ids(db, row, edited_events(changes))
+            _bind_specs(rows_of(db), row.id, checked.specs)
+        row.hooks = _resolved_hooks(rows_of(db), row.id, row.hooks, edited_events(changes))
         db.flush()
         edited = read_graph_info(rows_of(db), row.id).as_json()
         if edited_events(changes):
@@ -169,6 +187,9 @@ def _load(db: Session, graph: str, lock: bool = False) -> Graph:
     Locking before reading makes edits, deletes and run starts of one graph serialise
     (a write lock on SQLite, a row lock on Postgres) instead of working from a stale row.
     """
+    from canopy.store.models import Graph
+    from canopy.store.run_records import lock_graph
+
     graph_id = queries.resolve_id(rows_of(db), "graph", graph)
     if lock:
         lock_graph(db, graph_id)
@@ -178,19 +199,22 @@ def _load(db: Session, graph: str, lock: bool = False) -> Graph:
     return row
 
 
-def _write_definition(row: Graph, graph: GraphDefinition, now: datetime) -> None:
-    """Copy a checked definition onto the graph's row (not its bound specs)."""
-    row.name = graph.name
-    row.workdir = graph.workdir
-    row.host = graph.host
-    row.allow_dirty_start = graph.allow_dirty_start
-    row.nodes = [node.model_dump(exclude_none=True) for node in graph.nodes]
-    row.ensembles = {
-        name: [member.model_dump(exclude_none=True) for member in members]
-        for name, members in graph.ensembles.items()
+def _definition_columns(graph: GraphDefinition, now: datetime) -> dict[str, Any]:
+    """The graph row's columns a checked definition sets (not its bound specs), as of
+    ``now``: what creating inserts and editing assigns."""
+    return {
+        "name": graph.name,
+        "workdir": graph.workdir,
+        "host": graph.host,
+        "allow_dirty_start": graph.allow_dirty_start,
+        "nodes": [node.model_dump(exclude_none=True) for node in graph.nodes],
+        "ensembles": {
+            name: [member.model_dump(exclude_none=True) for member in members]
+            for name, members in graph.ensembles.items()
+        },
+        "hooks": graph.stored_hooks(),
+        "updated_at": now,
     }
-    row.hooks = graph.stored_hooks()
-    row.updated_at = now
 
 
 def _definition_of(db: Session, row: Graph) -> dict[str, Any]:
@@ -207,34 +231,36 @@ def _definition_of(db: Session, row: Graph) -> dict[str, Any]:
     }
 
 
-def _bind_specs(db: Session, graph_id: str, refs: list[str]) -> None:
+def _bind_specs(rows: Rows, graph_id: str, refs: list[str]) -> None:
     """Resolve ``refs`` and bind them in order; refuses duplicates and specs bound elsewhere."""
-    rows = rows_of(db)
     spec_ids = [queries.resolve_id(rows, "spec", ref) for ref in refs]
     seen: set[str] = set()
     for spec_id in spec_ids:
         if spec_id in seen:
             raise Refused(f"spec {spec_id} is listed twice in specs")
         seen.add(spec_id)
-    if spec_ids:
-        # Lock the specs first so two graphs cannot both bind one spec concurrently.
-        db.execute(update(Spec).where(Spec.id.in_(spec_ids)).values(name=Spec.name))
-    taken = db.execute(
-        select(GraphSpec.spec_id, Graph.id, Graph.name)
-        .join(Graph, Graph.id == GraphSpec.graph_id)
-        .where(GraphSpec.spec_id.in_(spec_ids), GraphSpec.graph_id != graph_id)
-        .order_by(GraphSpec.spec_id)
-    ).first()
-    if taken is not None:
-        spec_id, other_id, other_name = taken
+    if not spec_ids:
+        return
+    listed, params = queries.bound_list("spec", spec_ids)
+    # Lock the specs first so two graphs cannot both bind one spec concurrently.
+    rows(f"UPDATE specs SET name = name WHERE id IN {listed}", params)
+    taken = rows(
+        "SELECT b.spec_id, g.id, g.name FROM graph_specs b JOIN graphs g ON g.id = b.graph_id"
+        f" WHERE b.spec_id IN {listed} AND b.graph_id != :graph_id ORDER BY b.spec_id LIMIT 1",
+        {**params, "graph_id": graph_id},
+    )
+    if taken:
+        found = taken[0]
         raise Refused(
-            f"spec {spec_id} is already bound to graph {other_id} ({other_name}); "
+            f"spec {found['spec_id']} is already bound to graph {found['id']} ({found['name']}); "
             "a spec belongs to one graph at most"
         )
-    db.add_all(
-        GraphSpec(graph_id=graph_id, spec_id=spec_id, position=position)
-        for position, spec_id in enumerate(spec_ids)
-    )
+    for position, spec_id in enumerate(spec_ids):
+        rows(
+            "INSERT INTO graph_specs (graph_id, spec_id, position)"
+            " VALUES (:graph_id, :spec_id, :position)",
+            {"graph_id": graph_id, "spec_id": spec_id, "position": position},
+        )
 
 
 # --------------------------------------------------------------------------- hooks
@@ -243,32 +269,32 @@ _STILL_TO_COMPLETE = ("pending", "in_progress")
 """Spec statuses that can still reach ``completed`` in the current run."""
 
 
-def _resolve_hook_spec_ids(db: Session, row: Graph, events: Iterable[str]) -> None:
-    """Store the ``spec_ids`` of ``events``' hooks as the full ids they name.
+def _resolved_hooks(
+    rows: Rows, graph_id: str, hooks: dict[str, Any], events: Iterable[str]
+) -> dict[str, Any]:
+    """``hooks`` with the ``spec_ids`` of ``events``' hooks as the full ids they name.
 
     Called after the specs are bound, so an edit that rebinds specs and names them in a
     hook at once resolves against the new binding; the active run's queue members count
     too, since its ``on_spec_completed`` fires for them.
     """
-    named = [event for event in events if event in row.hooks]
-    if not any("spec_ids" in hook for event in named for hook in row.hooks[event]):
-        return
-    active = first_active(graph_runs(rows_of(db), row.id))
-    bound = [spec.id for spec in bound_specs(rows_of(db), row.id)]
-    row.hooks = resolve_spec_ids(row.hooks, named, bound + _queue_member_ids(db, active))
+    named = [event for event in events if event in hooks]
+    if not any("spec_ids" in hook for event in named for hook in hooks[event]):
+        return hooks
+    active = first_active(graph_runs(rows, graph_id))
+    bound = [spec.id for spec in bound_specs(rows, graph_id)]
+    return resolve_spec_ids(hooks, named, bound + _queue_member_ids(rows, active))
 
 
-def _queue_member_ids(db: Session, run: RunInfo | None) -> list[str]:
+def _queue_member_ids(rows: Rows, run: RunInfo | None) -> list[str]:
     """The specs of the queue ``run`` drains, in queue order (none without a queue)."""
     if run is None or run.queue_id is None:
         return []
-    return list(
-        db.scalars(
-            select(QueueMember.spec_id)
-            .where(QueueMember.queue_id == run.queue_id)
-            .order_by(QueueMember.position)
-        )
+    found = rows(
+        "SELECT spec_id FROM queue_members WHERE queue_id = :queue_id ORDER BY position",
+        {"queue_id": run.queue_id},
     )
+    return [row["spec_id"] for row in found]
 
 
 def _remaining_hook_events(db: Session, row: Graph) -> dict[str, Any]:
@@ -291,6 +317,10 @@ def _remaining_hook_events(db: Session, row: Graph) -> dict[str, Any]:
 def _specs_left(db: Session, graph_id: str, run: RunInfo) -> int:
     """How many of ``run``'s specs (its queue's members, else the bound specs) may still
     complete."""
+    from sqlalchemy import func, select
+
+    from canopy.store.models import QueueMember, Spec
+
     if run.queue_id is None:
         bound = bound_specs(rows_of(db), graph_id)
         return sum(spec.status in _STILL_TO_COMPLETE for spec in bound)
