@@ -358,6 +358,22 @@ def _graph_create(rows: Rows, options: Options, _positionals: list[str], as_json
     emit(result, as_json, lambda: views.show_created(result))
 
 
+def _graph_edit(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.cli.inputs import read_definition
+    from canopy.ops import graphs
+
+    changes = read_definition(_path(options.get("--file")), options.get("--host"))
+    result = graphs.graph_edit(rows, positionals[0], changes)
+    emit(result, as_json, lambda: views.show_updated(result))
+
+
+def _graph_delete(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.ops import graphs
+
+    result = graphs.graph_delete(rows, positionals[0])
+    emit(result, as_json, lambda: views.show_graph_deleted(result))
+
+
 # --------------------------------------------------------------------------- sessions
 
 
@@ -445,6 +461,14 @@ _COMMANDS: dict[tuple[str, ...], _Command] = {
         files=("--file",),
         aliases={"-f": "--file"},
     ),
+    ("graph", "edit"): _Command(
+        _graph_edit,
+        (1, 1),
+        options=("--file", "--host"),
+        files=("--file",),
+        aliases={"-f": "--file"},
+    ),
+    ("graph", "delete"): _Command(_graph_delete, (1, 1)),
     ("session", "list"): _Command(_session_list, flags=("--all",)),
     ("session", "get"): _Command(_session_get, (1, 1)),
     ("session", "new"): _Command(

@@ -12,7 +12,7 @@ import typer
 from canopy.cli import control_cmds, run_cmds, views
 from canopy.cli.inputs import read_definition
 from canopy.cli.options import JsonFlag
-from canopy.cli.render import emit, print_line
+from canopy.cli.render import emit
 from canopy.cli.store import open_store
 
 app = typer.Typer(no_args_is_help=True)
@@ -83,12 +83,7 @@ def delete(graph: str, as_json: JsonFlag = False) -> None:
     from canopy.ops import graphs as ops
 
     result = ops.graph_delete(open_store(), graph)
-    released = len(result["released_specs"])
-    emit(
-        result,
-        as_json,
-        lambda: print_line(f"deleted {result['id']} ({released} spec(s) now standalone)"),
-    )
+    emit(result, as_json, lambda: views.show_graph_deleted(result))
 
 
 run_cmds.register(app)

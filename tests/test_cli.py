@@ -297,10 +297,13 @@ MODELS_ON_FAST_LANE: dict[tuple[str, ...], set[str]] = {
     ("graph", "info"): {"pydantic"},
     ("session", "new"): {"pydantic"},
     ("graph", "create"): {"pydantic", "jinja2"},
+    ("graph", "edit"): {"pydantic", "jinja2"},
+    ("graph", "delete"): {"pydantic"},
 }
 """Fast-lane commands that load a model: ``graph info`` builds the typed GraphInfo,
-``session new`` checks its platform against the platform settings, ``graph create``
-validates the definition (its prompts with jinja2)."""
+``session new`` checks its platform against the platform settings, ``graph create`` and
+``edit`` validate the definition (its prompts with jinja2), ``graph delete`` reads the run
+record through the GraphInfo parts."""
 
 
 def on_fast_lane(
@@ -528,6 +531,16 @@ def test_fast_lane_writes_exactly_like_the_full_cli(tmp_path: Path) -> None:
         (("graph", "create", "-f", "-"), json.dumps(example(name="b", nodes=[]))),
         (("graph", "create", "-f", "-"), "{not json"),
         (("graph", "create", "-f", str(tmp_path / "missing.json")), None),
+        (("graph", "edit", "piped", "-f", "-", "--json"), json.dumps({"name": "renamed"})),
+        (("graph", "edit", "renamed", "--host", "box2"), None),
+        (("graph", "edit", "renamed", "--file=-"), json.dumps({"specs": [b]})),
+        (("graph", "edit", "build", "-f", "-", "--json"), json.dumps({"specs": [b], "hooks": {}})),
+        (("graph", "edit", "renamed", "-f", "-"), json.dumps({"nodes": []})),
+        (("graph", "edit", "renamed"), None),
+        (("graph", "edit", "nope", "--host", "x"), None),
+        (("graph", "delete", "toml", "--json"), None),
+        (("graph", "delete", "build"), None),
+        (("graph", "delete", "nope"), None),
     ):
         fast = on_fast_lane(fast_home, *args, stdin=stdin)
         full = on_full_path(full_home, *args, stdin=stdin)

@@ -12,10 +12,9 @@ definition, the bound specs, the run record and, for a graph the store calls run
 ``consistency_warning`` computed against Temporal by :mod:`canopy.ops.control`);
 ``graph_get`` is its JSON form, ``graph info --json``.
 
-``graph_create`` and the helpers it shares with ``graph_edit`` are portable SQL on a row
-runner (:func:`canopy.ops.common.sql_transaction`), so the CLI's fast lane serves
-``graph create`` with ``sqlite3``; SQLAlchemy and the models are imported only by the
-operations still written with the ORM.
+The writes (``graph_create``, ``graph_edit``, ``graph_delete``) are portable SQL on a row
+runner (:func:`canopy.ops.common.sql_transaction`), so the CLI's fast lane serves them
+with ``sqlite3``, and this module does not import SQLAlchemy: a :class:`Store` brings it.
 """
 
 from __future__ import annotations
@@ -49,10 +48,7 @@ from canopy.timefmt import utcnow
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from sqlalchemy.orm import Session
-
     from canopy.store.engine import Store
-    from canopy.store.models import Graph
     from canopy.store.queries import Rows
 
 _INSERT_GRAPH = (
@@ -129,7 +125,7 @@ async def graph_get_async(store: Store, graph: str) -> dict[str, Any]:
     return (await graph_info_async(store, graph)).as_json()
 
 
-def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+def graph_edit(store: Store | Rows, graph: str, changes: Mapping[str, Any]) -> dict[str, Any]:
     """Replace the fields ``changes`` names, keep the rest, and re-validate the whole.
 
     ``hooks`` replaces the hook list of each event it names (other events are kept; the
@@ -138,65 +134,61 @@ def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str
     the bound specs, in the new order. An edit of hooks while a run is active answers
     with ``remaining_events`` and ``hooks_note``: where the edit still takes effect.
     """
-    from sqlalchemy import delete
-
-    from canopy.store.models import GraphSpec
-
     if not changes:
         raise Refused("graph edit needs at least one field to change")
-    with store.transaction() as db:
-        row = _load(db, graph, lock=True)
-        merged = {**_definition_of(db, row), **changes}
+    with sql_transaction(store) as rows:
+        graph_id = _locked(rows, graph)
+        stored = _stored_definition(rows, graph_id)
+        merged = {**stored, **changes}
         if isinstance(changes.get("hooks"), Mapping):
-            merged["hooks"] = {**row.hooks, **changes["hooks"]}
+            merged["hooks"] = {**stored["hooks"], **changes["hooks"]}
         checked = validate_definition(merged)
-        for column, value in _definition_columns(checked, utcnow()).items():
-            setattr(row, column, value)
+        columns = _definition_columns(checked, utcnow())
         if "specs" in changes:
-            db.execute(delete(GraphSpec).where(GraphSpec.graph_id == row.id))
-            _bind_specs(rows_of(db), row.id, checked.specs)
-        row.hooks = _resolved_hooks(rows_of(db), row.id, row.hooks, edited_events(changes))
-        db.flush()
-        edited = read_graph_info(rows_of(db), row.id).as_json()
+            rows("DELETE FROM graph_specs WHERE graph_id = :id", {"id": graph_id})
+            _bind_specs(rows, graph_id, checked.specs)
+        columns["hooks"] = _resolved_hooks(rows, graph_id, columns["hooks"], edited_events(changes))
+        assigned = ", ".join(f"{column} = :{column}" for column in columns)
+        rows(f"UPDATE graphs SET {assigned} WHERE id = :id", {**columns, "id": graph_id})
+        edited = read_graph_info(rows, graph_id).as_json()
         if edited_events(changes):
-            edited.update(_remaining_hook_events(db, row))
+            edited.update(_remaining_hook_events(rows, graph_id))
         return edited
 
 
-def graph_delete(store: Store, graph: str) -> dict[str, Any]:
-    """Delete a graph and its run record; its bound specs become standalone again."""
-    with store.transaction() as db:
-        row = _load(db, graph, lock=True)
-        active = first_active(graph_runs(rows_of(db), row.id))
+def graph_delete(store: Store | Rows, graph: str) -> dict[str, Any]:
+    """Delete a graph and its run record; its bound specs become standalone again.
+
+    The run record (runs, their specs and node runs, hook runs) and the bindings go with
+    the graph's row: their foreign keys cascade, on both paths.
+    """
+    with sql_transaction(store) as rows:
+        graph_id = _locked(rows, graph)
+        active = first_active(graph_runs(rows, graph_id))
         if active is not None:
             raise Refused(
-                f"graph {row.id} has an active run {active.id} ({active.status}); "
+                f"graph {graph_id} has an active run {active.id} ({active.status}); "
                 "stop or reset it before deleting the graph"
             )
-        released = [spec.id for spec in bound_specs(rows_of(db), row.id)]
-        db.delete(row)
-        return {"id": row.id, "deleted": True, "released_specs": released}
+        released = [spec.id for spec in bound_specs(rows, graph_id)]
+        rows("DELETE FROM graphs WHERE id = :id", {"id": graph_id})
+        return {"id": graph_id, "deleted": True, "released_specs": released}
 
 
 # --------------------------------------------------------------------------- writing
 
 
-def _load(db: Session, graph: str, lock: bool = False) -> Graph:
-    """The graph ``graph`` names; with ``lock``, after taking its write lock.
+def _locked(rows: Rows, graph: str) -> str:
+    """The id of the graph ``graph`` names, after taking its write lock.
 
     Locking before reading makes edits, deletes and run starts of one graph serialise
     (a write lock on SQLite, a row lock on Postgres) instead of working from a stale row.
     """
-    from canopy.store.models import Graph
-    from canopy.store.run_records import lock_graph
-
-    graph_id = queries.resolve_id(rows_of(db), "graph", graph)
-    if lock:
-        lock_graph(db, graph_id)
-    row = db.get(Graph, graph_id)
-    if row is None:
-        raise Refused(f"no graph matches {graph!r}")
-    return row
+    graph_id = queries.resolve_id(rows, "graph", graph)
+    queries.lock_graph(rows, graph_id)
+    if not rows("SELECT id FROM graphs WHERE id = :id", {"id": graph_id}):
+        raise Refused(f"no graph matches {graph!r}")  # deleted since it was resolved
+    return graph_id
 
 
 def _definition_columns(graph: GraphDefinition, now: datetime) -> dict[str, Any]:
@@ -217,17 +209,23 @@ def _definition_columns(graph: GraphDefinition, now: datetime) -> dict[str, Any]
     }
 
 
-def _definition_of(db: Session, row: Graph) -> dict[str, Any]:
+def _stored_definition(rows: Rows, graph_id: str) -> dict[str, Any]:
     """The stored graph as a definition, the base an edit's changes are merged into."""
+    row = rows(
+        "SELECT name, workdir, host, allow_dirty_start, CAST(nodes AS TEXT) AS nodes,"
+        " CAST(ensembles AS TEXT) AS ensembles, CAST(hooks AS TEXT) AS hooks"
+        " FROM graphs WHERE id = :id",
+        {"id": graph_id},
+    )[0]
     return {
-        "name": row.name,
-        "workdir": row.workdir,
-        "host": row.host,
-        "allow_dirty_start": row.allow_dirty_start,
-        "nodes": row.nodes,
-        "ensembles": row.ensembles,
-        "hooks": row.hooks,
-        "specs": [spec.id for spec in bound_specs(rows_of(db), row.id)],
+        "name": row["name"],
+        "workdir": row["workdir"],
+        "host": row["host"],
+        "allow_dirty_start": bool(row["allow_dirty_start"]),
+        "nodes": queries.stored_json(row["nodes"]),
+        "ensembles": queries.stored_json(row["ensembles"]),
+        "hooks": queries.stored_json(row["hooks"]),
+        "specs": [spec.id for spec in bound_specs(rows, graph_id)],
     }
 
 
@@ -297,16 +295,16 @@ def _queue_member_ids(rows: Rows, run: RunInfo | None) -> list[str]:
     return [row["spec_id"] for row in found]
 
 
-def _remaining_hook_events(db: Session, row: Graph) -> dict[str, Any]:
+def _remaining_hook_events(rows: Rows, graph_id: str) -> dict[str, Any]:
     """``remaining_events`` and ``hooks_note`` when a run is active, else nothing.
 
     The engine reads the stored hooks as each event fires, so an edit during a run takes
     effect at that run's events still to come; saying which avoids expecting a re-fire.
     """
-    active = first_active(graph_runs(rows_of(db), row.id))
+    active = first_active(graph_runs(rows, graph_id))
     if active is None:
         return {}
-    left = _specs_left(db, row.id, active)
+    left = _specs_left(rows, graph_id, active)
     events = remaining_events(left)
     return {
         "remaining_events": events,
@@ -314,20 +312,16 @@ def _remaining_hook_events(db: Session, row: Graph) -> dict[str, Any]:
     }
 
 
-def _specs_left(db: Session, graph_id: str, run: RunInfo) -> int:
+def _specs_left(rows: Rows, graph_id: str, run: RunInfo) -> int:
     """How many of ``run``'s specs (its queue's members, else the bound specs) may still
     complete."""
-    from sqlalchemy import func, select
-
-    from canopy.store.models import QueueMember, Spec
-
     if run.queue_id is None:
-        bound = bound_specs(rows_of(db), graph_id)
+        bound = bound_specs(rows, graph_id)
         return sum(spec.status in _STILL_TO_COMPLETE for spec in bound)
-    left = db.scalar(
-        select(func.count())
-        .select_from(QueueMember)
-        .join(Spec, Spec.id == QueueMember.spec_id)
-        .where(QueueMember.queue_id == run.queue_id, Spec.status.in_(_STILL_TO_COMPLETE))
+    still, params = queries.bound_list("status", _STILL_TO_COMPLETE)
+    found = rows(
+        "SELECT COUNT(*) AS left_count FROM queue_members m JOIN specs s ON s.id = m.spec_id"
+        f" WHERE m.queue_id = :queue_id AND s.status IN {still}",
+        {**params, "queue_id": run.queue_id},
     )
-    return left or 0
+    return int(found[0]["left_count"])
