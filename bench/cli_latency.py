@@ -4,10 +4,12 @@ Usage: ``make bench`` or ``.venv/bin/python -m bench.cli_latency [--specs N] [--
 [--runs R]``.
 Each command runs R times in a fresh process (output to /dev/null); the table gives the
 median wall time and its ratio to ``python -c pass`` measured in the same run, so the
-figures compare across machines. It covers every read command, the two most common writes
-(``spec create``, ``queue add``), ``canopy --help`` and, for comparison, one write that
-still takes the full typer and SQLAlchemy path (``graph create``), and reports which of the
-heavy packages each command imported.
+figures compare across machines. It covers every read command, the writes on the fast
+lane (``spec create``, ``queue add``, ``session new``, ``session close``, ``graph create``),
+``canopy --help`` and a group's ``--help``, a run-control command on the full path
+(``graph pause``, refused by the store before any signal), and the floors under the
+slowest of them: bare imports of the graph model and the Temporal SDK. It reports which of
+the heavy packages each command imported.
 """
 
 import argparse
@@ -32,6 +34,8 @@ from canopy.store.models import NodeRun, Run, RunSpec
 from canopy.timefmt import utcnow
 
 BASELINE = "python -c pass (baseline)"
+REFUSED = "graph pause G (idle: refused, exit 1)"
+"""The one command expected to exit 1: the store refuses it before Temporal is asked."""
 HEAVY = ("temporalio", "sqlalchemy", "typer", "pydantic", "rich", "jinja2")
 """Packages worth knowing a command loaded: each costs several bare interpreter starts."""
 BOUND_SPECS = 20
@@ -153,7 +157,10 @@ def interleaved_medians(
     for round_number in range(runs + 1):
         for label, argv in commands.items():
             started = time.perf_counter()
-            subprocess.run(argv(round_number), env=env, stdout=subprocess.DEVNULL, check=True)
+            done = subprocess.run(
+                argv(round_number), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            assert done.returncode == (1 if label == REFUSED else 0), (label, done.returncode)
             if round_number:
                 samples[label].append(time.perf_counter() - started)
     return {label: statistics.median(values) for label, values in samples.items()}
@@ -168,7 +175,6 @@ def heavy_imports(argv: list[str], env: dict[str, str]) -> list[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        check=True,
     )
     loaded = {
         line.rsplit("|", 1)[1].strip().split(".")[0]
@@ -185,6 +191,8 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=100)
     parser.add_argument("--runs", type=int, default=15)
     options = parser.parse_args()
+    if options.sessions < options.runs + 3:
+        parser.error("--sessions must exceed --runs by 3: session close takes one per round")
     with tempfile.TemporaryDirectory() as scratch:
         home = Path(scratch)
         ids = fill_store(home, options.specs, options.sessions, options.runs)
@@ -198,6 +206,7 @@ def main() -> None:
         commands: dict[str, Argv] = {
             BASELINE: same([python, "-c", "pass"]),
             "canopy --help": same([*canopy, "--help"]),
+            "canopy graph --help": same([*canopy, "graph", "--help"]),
             f"spec list --json (all {options.specs})": same([*canopy, "spec", "list", "--json"]),
             "spec list --workdir /src/project-3 --status pending --json": same([
                 *canopy, "spec", "list", "--workdir", "/src/project-3", "--status", "pending",
@@ -227,9 +236,21 @@ def main() -> None:
             "write: queue add small SPEC (table)": lambda round_number: [
                 *canopy, "queue", "add", "small", ids[f"add-{round_number}"],
             ],
-            "write, full path: graph create -f FILE --json": same([
+            "write: graph create -f FILE --json": same([
                 *canopy, "graph", "create", "-f", str(definition), "--json",
             ]),
+            "write: session new --platform claude --json": same([
+                *canopy, "session", "new", "--platform", "claude", "--workdir", scratch, "--json",
+            ]),
+            "write: session close NAME --json": lambda round_number: [
+                *canopy, "session", "close", f"session-{round_number + 1}", "--json",
+            ],
+            REFUSED: same([*canopy, "graph", "pause", ids["graph"]]),
+            "floor: import canopy.graphs.model": same([
+                python, "-c", "import canopy.graphs.model",
+            ]),
+            "floor: import sqlalchemy.orm": same([python, "-c", "import sqlalchemy.orm"]),
+            "floor: import temporalio.client": same([python, "-c", "import temporalio.client"]),
         }  # fmt: skip
         medians = interleaved_medians(commands, env, options.runs)
         baseline = medians[BASELINE]

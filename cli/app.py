@@ -6,10 +6,15 @@ second. So the root knows its commands only by name, the module that defines eac
 line ``canopy --help`` shows for it (:data:`COMMANDS`); ``canopy spec get`` imports
 :mod:`canopy.cli.spec_cmds` alone, and ``canopy --help`` imports no command module.
 ``tests/test_cli.py`` checks that the help lines match the commands' own help.
+
+Help and usage errors are typer's plain rendering (:data:`HELP_MARKUP`), not its rich
+one: the rich renderer imports ``rich.markdown`` (markdown-it) and ``rich.traceback``
+whatever the help holds, which made ``canopy --help`` twice as slow as the plain one.
 """
 
 from __future__ import annotations
 
+import inspect
 from contextlib import contextmanager
 from importlib import import_module
 from typing import TYPE_CHECKING, Annotated, Any
@@ -24,6 +29,10 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from typer._click import Command, Context  # typer's own copy of click, not click
+    from typer.core import MarkupMode
+
+HELP_MARKUP: MarkupMode = None
+"""Typer's plain help and usage errors, for the root and every command it loads."""
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "notifications": (
@@ -80,14 +89,27 @@ def load_command(name: str) -> Command:
     the root (a sub-app gets its help line as its help)."""
     module_name, attribute, help_line = COMMANDS[name]
     target = getattr(import_module(module_name), attribute)
-    holder = typer.Typer(add_completion=False)
+    holder = typer.Typer(add_completion=False, rich_markup_mode=HELP_MARKUP)
     if isinstance(target, typer.Typer):
         holder.add_typer(target, name=name, help=help_line)
         group = typer.main.get_command(holder)
         assert isinstance(group, TyperGroup)
-        return group.commands[name]
-    holder.command(name)(target)
-    return typer.main.get_command(holder)
+        command = group.commands[name]
+    else:
+        holder.command(name)(target)
+        command = typer.main.get_command(holder)
+    _list_whole_first_paragraphs(command)
+    return command
+
+
+def _list_whole_first_paragraphs(command: Command) -> None:
+    """Make the command lists of ``command``'s help (and its sub-groups') show each
+    command's whole first paragraph, as :data:`COMMANDS` does for the root's: the plain
+    renderer otherwise cuts a line longer than about 50 characters with ``...``."""
+    for sub in getattr(command, "commands", {}).values():
+        if sub.short_help is None and sub.help:
+            sub.short_help = inspect.cleandoc(sub.help).split("\n\n")[0]
+        _list_whole_first_paragraphs(sub)
 
 
 class LazyRoot(TyperGroup):
@@ -102,7 +124,7 @@ class LazyRoot(TyperGroup):
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         for name, (_module, _attribute, help_line) in COMMANDS.items():
-            self.commands[name] = TyperCommand(name, help=help_line)
+            self.commands[name] = TyperCommand(name, help=help_line, short_help=help_line)
 
     def resolve_command(
         self, ctx: Context, args: list[str]
@@ -152,6 +174,7 @@ app = typer.Typer(
     help="Run AI coding agents unattended over a backlog of specs, on Temporal.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=HELP_MARKUP,
 )
 """The root. Typer's completion options (``--install-completion``, ``--show-completion``)
 are on: completing a command's options goes through :meth:`LazyRoot.resolve_command`,

@@ -2,6 +2,8 @@
 
 Each command is refused from the store when it does not apply, then signals the run's
 workflow and waits a few seconds for the store to show the effect (see docs/control.md).
+The control operations (SQLAlchemy, the Temporal SDK) are imported when a command runs,
+not when ``canopy graph`` is built for its help.
 """
 
 import asyncio
@@ -12,8 +14,7 @@ import typer
 
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import emit, print_line, spinner
-from canopy.ops import control
-from canopy.store.engine import open_store
+from canopy.cli.store import open_store
 
 GraphArgument = Annotated[str, typer.Argument(help="Graph name or id prefix.")]
 
@@ -35,22 +36,30 @@ def continue_run(
     as_json: JsonFlag = False,
 ) -> None:
     """Resume a paused graph: re-check the tree, start a spec at a node, or skip a spec."""
+    from canopy.ops import control
+
     store = open_store()
     _steer(f"continuing {graph}", control.graph_continue(store, graph, mode, node, spec), as_json)
 
 
 def pause(graph: GraphArgument, as_json: JsonFlag = False) -> None:
     """Pause a running graph at the next spec boundary."""
+    from canopy.ops import control
+
     _steer(f"pausing {graph}", control.graph_pause(open_store(), graph), as_json)
 
 
 def stop(graph: GraphArgument, as_json: JsonFlag = False) -> None:
     """Kill the node in flight, mark its spec interrupted and pause."""
+    from canopy.ops import control
+
     _steer(f"stopping {graph}", control.graph_stop(open_store(), graph), as_json)
 
 
 def reset(graph: GraphArgument, as_json: JsonFlag = False) -> None:
     """Return the graph to idle: end its run, clear the blocker, reopen bound specs."""
+    from canopy.ops import control
+
     _steer(f"resetting {graph}", control.graph_reset(open_store(), graph), as_json)
 
 

@@ -16,6 +16,7 @@ usage errors. ``tests/test_cli.py`` checks that both paths answer alike.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -48,7 +49,16 @@ typer reads ``5.0`` as 5 and refuses ``٣``, which ``int()`` reads as 3."""
 class _Command:
     """A command this lane serves: what it accepts and the function that runs it."""
 
-    __slots__ = ("files", "flags", "handler", "numbers", "options", "positionals", "required")
+    __slots__ = (
+        "aliases",
+        "files",
+        "flags",
+        "handler",
+        "numbers",
+        "options",
+        "positionals",
+        "required",
+    )
 
     def __init__(
         self,
@@ -59,6 +69,7 @@ class _Command:
         required: tuple[str, ...] = (),
         files: tuple[str, ...] = (),
         numbers: tuple[str, ...] = (),
+        aliases: Mapping[str, str] | None = None,
     ) -> None:
         self.handler = handler
         self.positionals = positionals
@@ -73,6 +84,8 @@ class _Command:
         """Options naming a file, which typer checks before the command runs."""
         self.numbers = numbers
         """Options taking an integer, which typer converts before the command runs."""
+        self.aliases = aliases or {}
+        """Short names of options (``-f``: ``--file``); giving both is a repeat."""
 
 
 def try_run(args: list[str]) -> bool:
@@ -114,6 +127,7 @@ def _parse(tokens: list[str], command: _Command) -> tuple[Options, list[str], bo
     while index < len(tokens):
         token = tokens[index]
         name, _, inline = token.partition("=")
+        name = command.aliases.get(name, name)
         if token == "--json":
             as_json = True
         elif token in command.flags:
@@ -166,16 +180,23 @@ def _connect() -> sqlite3.Connection | None:
 
 
 def _runner(connection: sqlite3.Connection) -> Rows:
-    """Portable SQL on ``connection``; timestamps are written as the ORM writes them."""
+    """Portable SQL on ``connection``; timestamps and JSON documents (dicts and lists) are
+    written as the ORM writes them."""
 
     def run(sql: str, params: Mapping[str, Any]) -> list[Row]:
-        values = {
-            name: sqlite_text(value) if isinstance(value, datetime) else value
-            for name, value in params.items()
-        }
+        values = {name: _stored(value) for name, value in params.items()}
         return [dict(row) for row in connection.execute(sql, values)]
 
     return run
+
+
+def _stored(value: Any) -> Any:
+    """``value`` as the ORM's column types store it in SQLite (``DateTime``, ``JSON``)."""
+    if isinstance(value, datetime):
+        return sqlite_text(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    return value
 
 
 def _path(value: str | None) -> Path | None:
@@ -328,6 +349,31 @@ def _graph_info(rows: Rows, _options: Options, positionals: list[str], as_json: 
     emit(info.as_json(), as_json, lambda: graph_views.show_graph(info))
 
 
+def _graph_create(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+    from canopy.cli.inputs import read_definition
+    from canopy.ops import graphs
+
+    definition = read_definition(_path(options["--file"]), options.get("--host"))
+    result = graphs.graph_create(rows, definition)
+    emit(result, as_json, lambda: views.show_created(result))
+
+
+def _graph_edit(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.cli.inputs import read_definition
+    from canopy.ops import graphs
+
+    changes = read_definition(_path(options.get("--file")), options.get("--host"))
+    result = graphs.graph_edit(rows, positionals[0], changes)
+    emit(result, as_json, lambda: views.show_updated(result))
+
+
+def _graph_delete(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.ops import graphs
+
+    result = graphs.graph_delete(rows, positionals[0])
+    emit(result, as_json, lambda: views.show_graph_deleted(result))
+
+
 # --------------------------------------------------------------------------- sessions
 
 
@@ -344,6 +390,24 @@ def _session_get(rows: Rows, _options: Options, positionals: list[str], as_json:
     from canopy.store import queries
 
     result = queries.find_session(rows, positionals[0], live_only=False)
+    emit(result, as_json, lambda: session_views.show_session(result))
+
+
+def _session_new(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+    from canopy.cli import session_views
+    from canopy.ops import sessions
+
+    result = sessions.session_new(
+        rows, options["--platform"], options.get("--name"), options.get("--workdir")
+    )
+    emit(result, as_json, lambda: session_views.show_session(result))
+
+
+def _session_close(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.cli import session_views
+    from canopy.ops import sessions
+
+    result = sessions.session_close(rows, positionals[0])
     emit(result, as_json, lambda: session_views.show_session(result))
 
 
@@ -390,8 +454,27 @@ _COMMANDS: dict[tuple[str, ...], _Command] = {
     ("queue", "group"): _Command(_queue_group, (2, 3), flags=("--clear",)),
     ("graph", "list"): _Command(_graph_list),
     ("graph", "info"): _Command(_graph_info, (1, 1)),
+    ("graph", "create"): _Command(
+        _graph_create,
+        options=("--file", "--host"),
+        required=("--file",),
+        files=("--file",),
+        aliases={"-f": "--file"},
+    ),
+    ("graph", "edit"): _Command(
+        _graph_edit,
+        (1, 1),
+        options=("--file", "--host"),
+        files=("--file",),
+        aliases={"-f": "--file"},
+    ),
+    ("graph", "delete"): _Command(_graph_delete, (1, 1)),
     ("session", "list"): _Command(_session_list, flags=("--all",)),
     ("session", "get"): _Command(_session_get, (1, 1)),
+    ("session", "new"): _Command(
+        _session_new, options=("--platform", "--name", "--workdir"), required=("--platform",)
+    ),
+    ("session", "close"): _Command(_session_close, (1, 1)),
     ("notifications",): _Command(_notifications, options=("--limit",), numbers=("--limit",)),
     ("usage",): _Command(_usage, options=("--since", "--graph")),
 }

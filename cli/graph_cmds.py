@@ -1,18 +1,19 @@
-"""``canopy graph …``: define graphs from JSON or TOML files and inspect them."""
+"""``canopy graph …``: define graphs from JSON or TOML files and inspect them.
+
+The operations (SQLAlchemy, pydantic, the graph model) are imported by the commands that
+run them, so ``canopy graph --help`` does not load them.
+"""
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from canopy.cli import control_cmds, graph_views, run_cmds, views
-from canopy.cli.inputs import read_text
+from canopy.cli import control_cmds, run_cmds, views
+from canopy.cli.inputs import read_definition
 from canopy.cli.options import JsonFlag
-from canopy.cli.render import emit, print_line
-from canopy.graphs.parse import parse_definition
-from canopy.limits import GRAPH_FILE_MAX_BYTES
-from canopy.ops import graphs as ops
-from canopy.store.engine import open_store
+from canopy.cli.render import emit
+from canopy.cli.store import open_store
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -30,21 +31,11 @@ HostOption = Annotated[
 ]
 
 
-def read_definition(file: Path | None, host: str | None = None) -> dict[str, Any]:
-    """The definition in ``file`` (``-`` is stdin; none: no fields), parsed by its extension
-    or content, with ``host`` set when given. The host is validated with the rest."""
-    definition: dict[str, Any] = {}
-    if file is not None:
-        text = read_text(file, "--file", "graph file", GRAPH_FILE_MAX_BYTES)
-        definition = parse_definition(text, str(file))
-    if host is not None:
-        definition["host"] = host
-    return definition
-
-
 @app.command("create")
 def create(file: DefinitionFile, host: HostOption = None, as_json: JsonFlag = False) -> None:
     """Create a graph from a definition file (see docs/graphs.md for the format)."""
+    from canopy.ops import graphs as ops
+
     result = ops.graph_create(open_store(), read_definition(file, host))
     emit(result, as_json, lambda: views.show_created(result))
 
@@ -52,6 +43,8 @@ def create(file: DefinitionFile, host: HostOption = None, as_json: JsonFlag = Fa
 @app.command("list")
 def list_graphs(as_json: JsonFlag = False) -> None:
     """List every graph with its status and blocker."""
+    from canopy.ops import graphs as ops
+
     graphs = ops.graph_list(open_store())
     emit(graphs, as_json, lambda: views.show_graph_list(graphs))
 
@@ -59,6 +52,9 @@ def list_graphs(as_json: JsonFlag = False) -> None:
 @app.command("info")
 def info(graph: str, as_json: JsonFlag = False) -> None:
     """Show a graph: facts, nodes, bound specs, runs, node runs, queue progress."""
+    from canopy.cli import graph_views
+    from canopy.ops import graphs as ops
+
     result = ops.graph_info(open_store(), graph)
     emit(result.as_json(), as_json, lambda: graph_views.show_graph(result))
 
@@ -75,6 +71,8 @@ def edit(
 ) -> None:
     """Replace the fields the file (and --host) name, keeping the others; allowed during a
     run."""
+    from canopy.ops import graphs as ops
+
     result = ops.graph_edit(open_store(), graph, read_definition(file, host))
     emit(result, as_json, lambda: views.show_updated(result))
 
@@ -82,13 +80,10 @@ def edit(
 @app.command("delete")
 def delete(graph: str, as_json: JsonFlag = False) -> None:
     """Delete a graph and its run record; its bound specs become standalone."""
+    from canopy.ops import graphs as ops
+
     result = ops.graph_delete(open_store(), graph)
-    released = len(result["released_specs"])
-    emit(
-        result,
-        as_json,
-        lambda: print_line(f"deleted {result['id']} ({released} spec(s) now standalone)"),
-    )
+    emit(result, as_json, lambda: views.show_graph_deleted(result))
 
 
 run_cmds.register(app)

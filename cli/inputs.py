@@ -1,6 +1,6 @@
 """What commands read beyond plain option values, shared by the typer commands and the
 fast lane (no typer import): text the user points at (``--body-file``, ``--file``; ``-``
-is stdin) and arguments that only make sense together.
+is stdin), graph definitions, and arguments that only make sense together.
 
 One reader for every file input, so each is bounded and decoded the same way: at most
 ``max_bytes`` are read (``/dev/zero`` or a runaway pipe cannot fill memory), and bytes
@@ -11,11 +11,11 @@ that are not UTF-8 are refused naming the first bad byte and its offset, instead
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from canopy.errors import Refused
-from canopy.graphs.parse import STDIN
-from canopy.limits import SPEC_BODY_MAX_BYTES, decode_utf8
+from canopy.graphs.parse import STDIN, parse_definition
+from canopy.limits import GRAPH_FILE_MAX_BYTES, SPEC_BODY_MAX_BYTES, decode_utf8
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -56,6 +56,18 @@ def new_body(body_file: Path | None, body: str | None) -> str:
     if text is None:
         raise Refused("spec create needs a body: --body TEXT or --body-file PATH ('-' = stdin)")
     return text
+
+
+def read_definition(file: Path | None, host: str | None = None) -> dict[str, Any]:
+    """The definition in ``file`` (``-`` is stdin; none: no fields), parsed by its extension
+    or content, with ``host`` set when given. The host is validated with the rest."""
+    definition: dict[str, Any] = {}
+    if file is not None:
+        text = read_text(file, "--file", "graph file", GRAPH_FILE_MAX_BYTES)
+        definition = parse_definition(text, str(file))
+    if host is not None:
+        definition["host"] = host
+    return definition
 
 
 def chosen_group(group: str | None, clear: bool) -> str | None:

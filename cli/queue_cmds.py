@@ -8,8 +8,8 @@ from canopy.cli import views
 from canopy.cli.inputs import chosen_group
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import emit
+from canopy.cli.store import open_store
 from canopy.ops import queues as ops
-from canopy.store.engine import open_store
 
 app = typer.Typer(no_args_is_help=True)
 

@@ -1,4 +1,8 @@
-"""``canopy graph run`` and ``canopy graph wait``: starting runs and waiting for them."""
+"""``canopy graph run`` and ``canopy graph wait``: starting runs and waiting for them.
+
+Each command imports the run operations (SQLAlchemy, the Temporal SDK) when it runs, not
+when ``canopy graph`` is built for its help.
+"""
 
 import asyncio
 from typing import Annotated, Any
@@ -7,9 +11,8 @@ import typer
 
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import elapsed, emit, print_line, spinner
+from canopy.cli.store import open_store
 from canopy.limits import WAIT_SECONDS, check_range
-from canopy.ops import runs
-from canopy.store.engine import open_store
 from canopy.timefmt import as_utc, utcnow
 
 
@@ -31,6 +34,8 @@ def run(
 ) -> None:
     """Start a run over the graph's bound specs or a queue (refused if the tree is dirty or
     no worker serves the host)."""
+    from canopy.ops import runs
+
     result = asyncio.run(
         runs.graph_run(open_store(), graph, queue=queue, workdir=workdir, host=host)
     )
@@ -48,6 +53,8 @@ def wait(
     as_json: JsonFlag = False,
 ) -> None:
     """Block until the graph is no longer running; print how it settled."""
+    from canopy.ops import runs
+
     check_range(timeout, WAIT_SECONDS, "--timeout")
     in_flight: dict[str, dict[str, Any] | None] = {"node": None}
 

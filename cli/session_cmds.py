@@ -1,4 +1,8 @@
-"""``canopy session …`` and ``canopy notifications``: interactive sessions (DESIGN §8)."""
+"""``canopy session …`` and ``canopy notifications``: interactive sessions (DESIGN §8).
+
+The session operations (SQLAlchemy, the platforms) are imported when a command runs, not
+when ``canopy session`` is built for its help.
+"""
 
 import asyncio
 from typing import Annotated
@@ -8,10 +12,9 @@ import typer
 from canopy.cli import session_views as views
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import emit
+from canopy.cli.store import open_store
 from canopy.limits import WAIT_SECONDS, check_range
 from canopy.ops import notifications
-from canopy.ops import sessions as ops
-from canopy.store.engine import open_store
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -30,6 +33,8 @@ def list_sessions(
     as_json: JsonFlag = False,
 ) -> None:
     """List live sessions (the set name-targeted hooks resolve against), or --all."""
+    from canopy.ops import sessions as ops
+
     result = ops.session_list(open_store(), include_finished)
     emit(result, as_json, lambda: views.show_sessions(result))
 
@@ -37,6 +42,8 @@ def list_sessions(
 @app.command("get")
 def get(session: SessionRef, as_json: JsonFlag = False) -> None:
     """Show one session, live or finished."""
+    from canopy.ops import sessions as ops
+
     result = ops.session_get(open_store(), session)
     emit(result, as_json, lambda: views.show_session(result))
 
@@ -51,6 +58,8 @@ def new(
     as_json: JsonFlag = False,
 ) -> None:
     """Open a live session; its harness conversation starts with the first message."""
+    from canopy.ops import sessions as ops
+
     result = ops.session_new(open_store(), platform, name=name, workdir=workdir)
     emit(result, as_json, lambda: views.show_session(result))
 
@@ -83,6 +92,8 @@ def message(
     as_json: JsonFlag = False,
 ) -> None:
     """Show one message: its prompt, provenance, status and delivery record (with the reply)."""
+    from canopy.ops import sessions as ops
+
     result = ops.message_get(open_store(), message_id)
     emit(result, as_json, lambda: views.show_message(result))
 
@@ -90,6 +101,8 @@ def message(
 @app.command("close")
 def close(session: SessionRef, as_json: JsonFlag = False) -> None:
     """Finish a live session (it can be resumed later under the same id)."""
+    from canopy.ops import sessions as ops
+
     result = ops.session_close(open_store(), session)
     emit(result, as_json, lambda: views.show_session(result))
 
@@ -121,6 +134,8 @@ def resume(
 @app.command("conversations")
 def conversations(platform: Platform, workdir: Workdir = None, as_json: JsonFlag = False) -> None:
     """List the harness's own conversations in a workdir, with their Canopy session if any."""
+    from canopy.ops import sessions as ops
+
     result = ops.harness_conversations(open_store(), platform, workdir)
     emit(result, as_json, lambda: views.show_conversations(result))
 
@@ -131,6 +146,8 @@ def recall(
     as_json: JsonFlag = False,
 ) -> None:
     """Show the messages that could not be delivered, with their full prompts."""
+    from canopy.ops import sessions as ops
+
     result = ops.session_recall(open_store(), session)
     emit(result, as_json, lambda: views.show_messages(result))
 

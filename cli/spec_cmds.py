@@ -9,8 +9,8 @@ from canopy.cli import views
 from canopy.cli.inputs import new_body, read_body
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import emit, print_block
+from canopy.cli.store import open_store
 from canopy.ops import specs as ops
-from canopy.store.engine import open_store
 
 app = typer.Typer(no_args_is_help=True)
 

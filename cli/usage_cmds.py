@@ -7,8 +7,8 @@ import typer
 from canopy.cli import views
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import emit
+from canopy.cli.store import open_store
 from canopy.ops.usage import usage_report
-from canopy.store.engine import open_store
 
 
 def usage_command(

@@ -78,6 +78,12 @@ def show_deleted(result: dict[str, Any]) -> None:
     print_line(f"deleted {result['id']}")
 
 
+def show_graph_deleted(result: dict[str, Any]) -> None:
+    """``graph delete``: the id that is gone and how many specs it released."""
+    released = len(result["released_specs"])
+    print_line(f"deleted {result['id']} ({released} spec(s) now standalone)")
+
+
 def show_status(spec: dict[str, Any]) -> None:
     """``spec set-status``: the status the spec now has."""
     print_line(f"{spec['id']} is now {spec['status']}")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy.exc import IntegrityError, OperationalError
+from typer.core import TyperGroup
 
 from canopy.cli.app import COMMANDS, load_command
 from canopy.errors import unexpected_error_line
@@ -193,7 +194,7 @@ def test_with_json_a_refusal_is_also_an_error_object_on_stdout(home: Path) -> No
         result = run_canopy(home, *args)
         assert result.code == 2, args
         assert result.json() == {"error": message}
-        assert message in result.stderr  # typer's usage box, as without --json
+        assert message in result.stderr  # typer's usage error, as without --json
 
 
 def test_version(home: Path) -> None:
@@ -254,10 +255,28 @@ COMMAND_MODULES = {module for module, _attribute, _line in COMMANDS.values()}
 def test_root_help_loads_no_command_module(home: Path) -> None:
     result = ok(run_canopy(home, "--help"))
     for name in COMMANDS:
-        assert f"│ {name} " in result.stdout, name
+        assert f"\n  {name} " in result.stdout, name
     loaded = modules_loaded(home, "--help")
     assert not COMMAND_MODULES & loaded
-    assert not {"sqlalchemy", "pydantic", "jinja2", "temporalio", "textual"} & loaded
+    assert not {"sqlalchemy", "pydantic", "jinja2", "temporalio", "textual", "rich"} & loaded
+
+
+@pytest.mark.parametrize("args", [["spec", "--help"], ["graph", "--help"], ["session", "--help"]])
+def test_a_command_groups_help_loads_no_operations(home: Path, args: list[str]) -> None:
+    """Building a group for its help imports its command module, not the store or SDK."""
+    loaded = modules_loaded(home, *args)
+    assert not {"sqlalchemy", "temporalio", "jinja2", "canopy.platforms", "rich"} & loaded
+
+
+@pytest.mark.parametrize("name", ["spec", "graph", "session", "server"])
+def test_help_lists_each_commands_whole_first_paragraph(home: Path, name: str) -> None:
+    """The plain help renderer would cut a long line with "..."; every word is shown."""
+    shown = " ".join(ok(run_canopy(home, name, "--help")).stdout.split())
+    group = load_command(name)
+    assert isinstance(group, TyperGroup)
+    for command in group.commands.values():
+        assert command.help is not None
+        assert " ".join(command.help.split("\n\n")[0].split()) in shown, command.name
 
 
 @pytest.mark.parametrize("name", COMMANDS)
@@ -274,15 +293,27 @@ def test_a_command_loads_only_its_own_module(home: Path) -> None:
     assert "textual" not in loaded  # only `canopy tui` loads the TUI
 
 
+MODELS_ON_FAST_LANE: dict[tuple[str, ...], set[str]] = {
+    ("graph", "info"): {"pydantic"},
+    ("session", "new"): {"pydantic"},
+    ("graph", "create"): {"pydantic", "jinja2"},
+    ("graph", "edit"): {"pydantic", "jinja2"},
+    ("graph", "delete"): {"pydantic"},
+}
+"""Fast-lane commands that load a model: ``graph info`` builds the typed GraphInfo,
+``session new`` checks its platform against the platform settings, ``graph create`` and
+``edit`` validate the definition (its prompts with jinja2), ``graph delete`` reads the run
+record through the GraphInfo parts."""
+
+
 def on_fast_lane(
     home: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
 ) -> Result:
-    """``canopy ARGS``, asserting the fast lane served it: no typer, SQLAlchemy, SDK or
-    jinja2, and no pydantic but for ``graph info``, which builds the typed GraphInfo."""
+    """``canopy ARGS``, asserting the fast lane served it: no typer, SQLAlchemy or SDK,
+    and no pydantic or jinja2 but where :data:`MODELS_ON_FAST_LANE` says."""
     result = run_canopy(home, *args, stdin=stdin, python_flags=("-X", "importtime"), env=env)
-    unwanted = {"typer", "sqlalchemy", "temporalio", "jinja2", "textual"}
-    if list(args[:2]) != ["graph", "info"]:
-        unwanted.add("pydantic")
+    unwanted = {"typer", "sqlalchemy", "temporalio", "jinja2", "textual", "pydantic"}
+    unwanted -= MODELS_ON_FAST_LANE.get(tuple(args[:2]), set())
     assert not unwanted & imported_modules(result), args
     result.stderr = "".join(
         line for line in result.stderr.splitlines(keepends=True) if not line.startswith("import")
@@ -419,7 +450,7 @@ def block_with_a_paused_run(home: Path, graph_id: str) -> None:
 
 
 _ISO_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\.\d{6}Z?")
-_ID = re.compile(r"(?:spec|queue)-[0-9a-z]{10}")
+_ID = re.compile(r"(?:spec|queue|sess|graph)-[0-9a-z]{10}")
 
 
 def masked(text: str, known: set[str]) -> str:
@@ -447,8 +478,15 @@ def test_fast_lane_writes_exactly_like_the_full_cli(tmp_path: Path) -> None:
     source.close()
     copy.close()
     known = {a, b, c, queue}
+    workdir = str(tmp_path)
+    new_session = ("session", "new", "--platform", "claude", "--workdir", workdir)
     body_file = tmp_path / "body.md"
     body_file.write_text(body("from a file"))
+    hook = {"command": "notify.sh {{spec_name}}", "spec_ids": [b[:-2]]}
+    graph_file = tmp_path / "graph.json"
+    graph_file.write_text(json.dumps(example(specs=[a, b], hooks={"on_spec_completed": [hook]})))
+    graph_toml = tmp_path / "graph.toml"
+    graph_toml.write_text('name = "toml"\n[[nodes]]\nname = "t"\ncommand = "make test"\n')
     for args, stdin in (
         (("spec", "create", "--name", "new", "--body-file", "-", "--workdir", "/w"), body()),
         (("spec", "create", "--name=new", "--body", body(), "--json"), None),
@@ -477,25 +515,54 @@ def test_fast_lane_writes_exactly_like_the_full_cli(tmp_path: Path) -> None:
         (("queue", "remove", queue, b), None),
         (("spec", "delete", c, "--json"), None),
         (("spec", "delete", "nope"), None),
+        ((*new_session, "--name", "pair", "--json"), None),
+        ((*new_session, "--name=pair"), None),
+        (("session", "new", "--platform", "claude", "--name", "x", "--workdir", "/nope"), None),
+        (("session", "new", "--platform", "nope", "--name", "x", "--workdir", workdir), None),
+        (("session", "new", "--platform", "claude", "--name", " ", "--workdir", workdir), None),
+        (("session", "close", "pair", "--json"), None),
+        (("session", "close", "pair"), None),
+        (("session", "close", "nope"), None),
+        (("graph", "create", "-f", str(graph_file), "--json"), None),
+        (("graph", "create", "--file", str(graph_file), "--host", "devbox"), None),
+        (("graph", "create", "--file=-", "--json"), json.dumps(example(name="piped"))),
+        (("graph", "create", "-f", str(graph_toml), "--host", "box", "--json"), None),
+        (("graph", "create", "-f", "-"), json.dumps(example(name="b", specs=[c, c]))),
+        (("graph", "create", "-f", "-"), json.dumps(example(name="b", nodes=[]))),
+        (("graph", "create", "-f", "-"), "{not json"),
+        (("graph", "create", "-f", str(tmp_path / "missing.json")), None),
+        (("graph", "edit", "piped", "-f", "-", "--json"), json.dumps({"name": "renamed"})),
+        (("graph", "edit", "renamed", "--host", "box2"), None),
+        (("graph", "edit", "renamed", "--file=-"), json.dumps({"specs": [b]})),
+        (("graph", "edit", "build", "-f", "-", "--json"), json.dumps({"specs": [b], "hooks": {}})),
+        (("graph", "edit", "renamed", "-f", "-"), json.dumps({"nodes": []})),
+        (("graph", "edit", "renamed"), None),
+        (("graph", "edit", "nope", "--host", "x"), None),
+        (("graph", "delete", "toml", "--json"), None),
+        (("graph", "delete", "build"), None),
+        (("graph", "delete", "nope"), None),
     ):
         fast = on_fast_lane(fast_home, *args, stdin=stdin)
         full = on_full_path(full_home, *args, stdin=stdin)
         assert fast.code == full.code, (args, fast.stderr, full.stderr)
-        assert masked(fast.stdout, known) == masked(full.stdout, known), args
-        assert masked(fast.stderr, known) == masked(full.stderr, known), args
+        for fast_text, full_text in ((fast.stdout, full.stdout), (fast.stderr, full.stderr)):
+            fast_seen = masked(fast_text.replace(str(fast_home), "HOME"), known)
+            assert fast_seen == masked(full_text.replace(str(full_home), "HOME"), known), args
     assert stored_rows(fast_home, known) == stored_rows(full_home, known)
 
 
 def stored_rows(home: Path, known: set[str]) -> dict[str, list[str]]:
     """Every row of the store in ``home`` as SQLite holds it, :func:`masked`, in a stable
-    order (raw values, so a timestamp in another layout shows)."""
+    order (raw values, so a timestamp in another layout shows), ``home`` itself shown as
+    ``HOME`` (a session's transcript lies under it)."""
     connection = sqlite3.connect(home / "canopy.db")
     tables = [
         row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
     ]
     rows = {
         table: sorted(
-            masked(repr(row), known) for row in connection.execute(f"SELECT * FROM {table}")
+            masked(repr(row).replace(str(home), "HOME"), known)
+            for row in connection.execute(f"SELECT * FROM {table}")
         )
         for table in tables
     }

@@ -27,20 +27,22 @@ def rows_of(db: Session) -> Rows:
 
     Like an ORM query, each statement first flushes the transaction's pending ORM writes
     (unless autoflush is off), so it sees them. Timestamps are bound as the models'
-    ``DateTime`` columns, so they are stored exactly as the ORM stores them; a statement
-    that returns no rows (a write) gives ``[]``.
+    ``DateTime`` columns and dicts and lists as their ``JSON`` columns, so they are stored
+    exactly as the ORM stores them; a statement that returns no rows (a write) gives ``[]``.
     """
-    from sqlalchemy import DateTime, bindparam, text
+    from sqlalchemy import JSON, DateTime, bindparam, text
 
     def run(sql: str, params: Mapping[str, Any]) -> list[Row]:
         if db.autoflush:
             db.flush()
-        timestamps = [
+        typed = [
             bindparam(name, type_=DateTime(timezone=True))
-            for name, value in params.items()
             if isinstance(value, datetime)
+            else bindparam(name, type_=JSON)
+            for name, value in params.items()
+            if isinstance(value, datetime | dict | list)
         ]
-        result = db.connection().execute(text(sql).bindparams(*timestamps), params)
+        result = db.connection().execute(text(sql).bindparams(*typed), params)
         return [dict(row._mapping) for row in result] if result.returns_rows else []
 
     return run

@@ -43,7 +43,7 @@ from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store
 from canopy.store.models import Graph, GraphSpec, Queue, QueueMember, Run, Spec
-from canopy.store.run_records import lock_graph, reset_graph_record
+from canopy.store.run_records import reset_graph_record
 from canopy.temporal import client as temporal_client
 from canopy.timefmt import utcnow
 
@@ -509,7 +509,7 @@ async def daemon_problem() -> str | None:
 def _reset_in_store(store: Store, state: GraphState, note: str | None) -> dict[str, Any]:
     """Reset with no workflow to ask; refused if a run started since ``state`` was read."""
     with store.transaction() as db:
-        lock_graph(db, state.id)
+        queries.lock_graph(rows_of(db), state.id)
         current = _read(db, state.id)
         if current.run != state.run:
             started = current.run.id if current.run is not None else "none"

@@ -11,14 +11,16 @@ effect at the next node launch. Deleting a graph is refused while a run of it is
 definition, the bound specs, the run record and, for a graph the store calls running, a
 ``consistency_warning`` computed against Temporal by :mod:`canopy.ops.control`);
 ``graph_get`` is its JSON form, ``graph info --json``.
+
+The writes (``graph_create``, ``graph_edit``, ``graph_delete``) are portable SQL on a row
+runner (:func:`canopy.ops.common.sql_transaction`), so the CLI's fast lane serves them
+with ``sqlite3``, and this module does not import SQLAlchemy: a :class:`Store` brings it.
 """
 
-from collections.abc import Iterable, Mapping
-from datetime import datetime
-from typing import Any
+from __future__ import annotations
 
-from sqlalchemy import delete, func, select, update
-from sqlalchemy.orm import Session
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from canopy.errors import Refused
 from canopy.graphs.hooks import (
@@ -30,7 +32,7 @@ from canopy.graphs.hooks import (
 )
 from canopy.graphs.model import GraphDefinition, validate_definition
 from canopy.ids import new_id
-from canopy.ops.common import rows_of
+from canopy.ops.common import rows_of, sql_transaction
 from canopy.ops.graph_info import (
     GraphInfo,
     RunInfo,
@@ -41,32 +43,39 @@ from canopy.ops.graph_info import (
     stored_graph_info,
 )
 from canopy.store import queries
-from canopy.store.engine import Store
-from canopy.store.models import (
-    Graph,
-    GraphSpec,
-    QueueMember,
-    Spec,
-)
-from canopy.store.run_records import lock_graph
 from canopy.timefmt import utcnow
 
+if TYPE_CHECKING:
+    from datetime import datetime
 
-def graph_create(store: Store, definition: Mapping[str, Any]) -> dict[str, Any]:
+    from canopy.store.engine import Store
+    from canopy.store.queries import Rows
+
+_INSERT_GRAPH = (
+    "INSERT INTO graphs (id, name, workdir, host, allow_dirty_start, nodes, ensembles, hooks,"
+    " status, blocker, created_at, updated_at) VALUES (:id, :name, :workdir, :host,"
+    " :allow_dirty_start, :nodes, :ensembles, :hooks, 'idle', 'null', :created_at, :updated_at)"
+)
+"""A new graph's row; ``blocker`` is JSON ``null``, as the ORM's JSON column stores None."""
+
+
+def graph_create(store: Store | Rows, definition: Mapping[str, Any]) -> dict[str, Any]:
     """A new, idle graph from a whole definition, binding the specs it lists.
 
     Hooks' ``spec_ids`` resolve against the specs it binds (a new graph has no run).
     """
     graph = validate_definition(definition)
     now = utcnow()
-    with store.transaction() as db:
-        row = Graph(id=new_id("graph"), status="idle", blocker=None, created_at=now)
-        _write_definition(row, graph, now)
-        db.add(row)
-        db.flush()
-        _bind_specs(db, row.id, graph.specs)
-        _resolve_hook_spec_ids(db, row, HOOK_EVENTS)
-        return read_graph_info(rows_of(db), row.id).as_json()
+    columns = _definition_columns(graph, now)
+    graph_id = new_id("graph")
+    with sql_transaction(store) as rows:
+        rows(_INSERT_GRAPH, {**columns, "id": graph_id, "created_at": now})
+        _bind_specs(rows, graph_id, graph.specs)
+        hooks = _resolved_hooks(rows, graph_id, columns["hooks"], HOOK_EVENTS)
+        if hooks != columns["hooks"]:
+            params = {"hooks": hooks, "id": graph_id}
+            rows("UPDATE graphs SET hooks = :hooks WHERE id = :id", params)
+        return read_graph_info(rows, graph_id).as_json()
 
 
 def graph_list(store: Store) -> list[dict[str, Any]]:
@@ -116,7 +125,7 @@ async def graph_get_async(store: Store, graph: str) -> dict[str, Any]:
     return (await graph_info_async(store, graph)).as_json()
 
 
-def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+def graph_edit(store: Store | Rows, graph: str, changes: Mapping[str, Any]) -> dict[str, Any]:
     """Replace the fields ``changes`` names, keep the rest, and re-validate the whole.
 
     ``hooks`` replaces the hook list of each event it names (other events are kept; the
@@ -127,114 +136,129 @@ def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str
     """
     if not changes:
         raise Refused("graph edit needs at least one field to change")
-    with store.transaction() as db:
-        row = _load(db, graph, lock=True)
-        merged = {**_definition_of(db, row), **changes}
+    with sql_transaction(store) as rows:
+        graph_id = _locked(rows, graph)
+        stored = _stored_definition(rows, graph_id)
+        merged = {**stored, **changes}
         if isinstance(changes.get("hooks"), Mapping):
-            merged["hooks"] = {**row.hooks, **changes["hooks"]}
+            merged["hooks"] = {**stored["hooks"], **changes["hooks"]}
         checked = validate_definition(merged)
-        _write_definition(row, checked, utcnow())
+        columns = _definition_columns(checked, utcnow())
         if "specs" in changes:
-            db.execute(delete(GraphSpec).where(GraphSpec.graph_id == row.id))
-            _bind_specs(db, row.id, checked.specs)
-        _resolve_hook_spec_ids(db, row, edited_events(changes))
-        db.flush()
-        edited = read_graph_info(rows_of(db), row.id).as_json()
+            rows("DELETE FROM graph_specs WHERE graph_id = :id", {"id": graph_id})
+            _bind_specs(rows, graph_id, checked.specs)
+        columns["hooks"] = _resolved_hooks(rows, graph_id, columns["hooks"], edited_events(changes))
+        assigned = ", ".join(f"{column} = :{column}" for column in columns)
+        rows(f"UPDATE graphs SET {assigned} WHERE id = :id", {**columns, "id": graph_id})
+        edited = read_graph_info(rows, graph_id).as_json()
         if edited_events(changes):
-            edited.update(_remaining_hook_events(db, row))
+            edited.update(_remaining_hook_events(rows, graph_id))
         return edited
 
 
-def graph_delete(store: Store, graph: str) -> dict[str, Any]:
-    """Delete a graph and its run record; its bound specs become standalone again."""
-    with store.transaction() as db:
-        row = _load(db, graph, lock=True)
-        active = first_active(graph_runs(rows_of(db), row.id))
+def graph_delete(store: Store | Rows, graph: str) -> dict[str, Any]:
+    """Delete a graph and its run record; its bound specs become standalone again.
+
+    The run record (runs, their specs and node runs, hook runs) and the bindings go with
+    the graph's row: their foreign keys cascade, on both paths.
+    """
+    with sql_transaction(store) as rows:
+        graph_id = _locked(rows, graph)
+        active = first_active(graph_runs(rows, graph_id))
         if active is not None:
             raise Refused(
-                f"graph {row.id} has an active run {active.id} ({active.status}); "
+                f"graph {graph_id} has an active run {active.id} ({active.status}); "
                 "stop or reset it before deleting the graph"
             )
-        released = [spec.id for spec in bound_specs(rows_of(db), row.id)]
-        db.delete(row)
-        return {"id": row.id, "deleted": True, "released_specs": released}
+        released = [spec.id for spec in bound_specs(rows, graph_id)]
+        rows("DELETE FROM graphs WHERE id = :id", {"id": graph_id})
+        return {"id": graph_id, "deleted": True, "released_specs": released}
 
 
 # --------------------------------------------------------------------------- writing
 
 
-def _load(db: Session, graph: str, lock: bool = False) -> Graph:
-    """The graph ``graph`` names; with ``lock``, after taking its write lock.
+def _locked(rows: Rows, graph: str) -> str:
+    """The id of the graph ``graph`` names, after taking its write lock.
 
     Locking before reading makes edits, deletes and run starts of one graph serialise
     (a write lock on SQLite, a row lock on Postgres) instead of working from a stale row.
     """
-    graph_id = queries.resolve_id(rows_of(db), "graph", graph)
-    if lock:
-        lock_graph(db, graph_id)
-    row = db.get(Graph, graph_id)
-    if row is None:
-        raise Refused(f"no graph matches {graph!r}")
-    return row
+    graph_id = queries.resolve_id(rows, "graph", graph)
+    queries.lock_graph(rows, graph_id)
+    if not rows("SELECT id FROM graphs WHERE id = :id", {"id": graph_id}):
+        raise Refused(f"no graph matches {graph!r}")  # deleted since it was resolved
+    return graph_id
 
 
-def _write_definition(row: Graph, graph: GraphDefinition, now: datetime) -> None:
-    """Copy a checked definition onto the graph's row (not its bound specs)."""
-    row.name = graph.name
-    row.workdir = graph.workdir
-    row.host = graph.host
-    row.allow_dirty_start = graph.allow_dirty_start
-    row.nodes = [node.model_dump(exclude_none=True) for node in graph.nodes]
-    row.ensembles = {
-        name: [member.model_dump(exclude_none=True) for member in members]
-        for name, members in graph.ensembles.items()
-    }
-    row.hooks = graph.stored_hooks()
-    row.updated_at = now
-
-
-def _definition_of(db: Session, row: Graph) -> dict[str, Any]:
-    """The stored graph as a definition, the base an edit's changes are merged into."""
+def _definition_columns(graph: GraphDefinition, now: datetime) -> dict[str, Any]:
+    """The graph row's columns a checked definition sets (not its bound specs), as of
+    ``now``: what creating inserts and editing assigns."""
     return {
-        "name": row.name,
-        "workdir": row.workdir,
-        "host": row.host,
-        "allow_dirty_start": row.allow_dirty_start,
-        "nodes": row.nodes,
-        "ensembles": row.ensembles,
-        "hooks": row.hooks,
-        "specs": [spec.id for spec in bound_specs(rows_of(db), row.id)],
+        "name": graph.name,
+        "workdir": graph.workdir,
+        "host": graph.host,
+        "allow_dirty_start": graph.allow_dirty_start,
+        "nodes": [node.model_dump(exclude_none=True) for node in graph.nodes],
+        "ensembles": {
+            name: [member.model_dump(exclude_none=True) for member in members]
+            for name, members in graph.ensembles.items()
+        },
+        "hooks": graph.stored_hooks(),
+        "updated_at": now,
     }
 
 
-def _bind_specs(db: Session, graph_id: str, refs: list[str]) -> None:
+def _stored_definition(rows: Rows, graph_id: str) -> dict[str, Any]:
+    """The stored graph as a definition, the base an edit's changes are merged into."""
+    row = rows(
+        "SELECT name, workdir, host, allow_dirty_start, CAST(nodes AS TEXT) AS nodes,"
+        " CAST(ensembles AS TEXT) AS ensembles, CAST(hooks AS TEXT) AS hooks"
+        " FROM graphs WHERE id = :id",
+        {"id": graph_id},
+    )[0]
+    return {
+        "name": row["name"],
+        "workdir": row["workdir"],
+        "host": row["host"],
+        "allow_dirty_start": bool(row["allow_dirty_start"]),
+        "nodes": queries.stored_json(row["nodes"]),
+        "ensembles": queries.stored_json(row["ensembles"]),
+        "hooks": queries.stored_json(row["hooks"]),
+        "specs": [spec.id for spec in bound_specs(rows, graph_id)],
+    }
+
+
+def _bind_specs(rows: Rows, graph_id: str, refs: list[str]) -> None:
     """Resolve ``refs`` and bind them in order; refuses duplicates and specs bound elsewhere."""
-    rows = rows_of(db)
     spec_ids = [queries.resolve_id(rows, "spec", ref) for ref in refs]
     seen: set[str] = set()
     for spec_id in spec_ids:
         if spec_id in seen:
             raise Refused(f"spec {spec_id} is listed twice in specs")
         seen.add(spec_id)
-    if spec_ids:
-        # Lock the specs first so two graphs cannot both bind one spec concurrently.
-        db.execute(update(Spec).where(Spec.id.in_(spec_ids)).values(name=Spec.name))
-    taken = db.execute(
-        select(GraphSpec.spec_id, Graph.id, Graph.name)
-        .join(Graph, Graph.id == GraphSpec.graph_id)
-        .where(GraphSpec.spec_id.in_(spec_ids), GraphSpec.graph_id != graph_id)
-        .order_by(GraphSpec.spec_id)
-    ).first()
-    if taken is not None:
-        spec_id, other_id, other_name = taken
+    if not spec_ids:
+        return
+    listed, params = queries.bound_list("spec", spec_ids)
+    # Lock the specs first so two graphs cannot both bind one spec concurrently.
+    rows(f"UPDATE specs SET name = name WHERE id IN {listed}", params)
+    taken = rows(
+        "SELECT b.spec_id, g.id, g.name FROM graph_specs b JOIN graphs g ON g.id = b.graph_id"
+        f" WHERE b.spec_id IN {listed} AND b.graph_id != :graph_id ORDER BY b.spec_id LIMIT 1",
+        {**params, "graph_id": graph_id},
+    )
+    if taken:
+        found = taken[0]
         raise Refused(
-            f"spec {spec_id} is already bound to graph {other_id} ({other_name}); "
+            f"spec {found['spec_id']} is already bound to graph {found['id']} ({found['name']}); "
             "a spec belongs to one graph at most"
         )
-    db.add_all(
-        GraphSpec(graph_id=graph_id, spec_id=spec_id, position=position)
-        for position, spec_id in enumerate(spec_ids)
-    )
+    for position, spec_id in enumerate(spec_ids):
+        rows(
+            "INSERT INTO graph_specs (graph_id, spec_id, position)"
+            " VALUES (:graph_id, :spec_id, :position)",
+            {"graph_id": graph_id, "spec_id": spec_id, "position": position},
+        )
 
 
 # --------------------------------------------------------------------------- hooks
@@ -243,44 +267,44 @@ _STILL_TO_COMPLETE = ("pending", "in_progress")
 """Spec statuses that can still reach ``completed`` in the current run."""
 
 
-def _resolve_hook_spec_ids(db: Session, row: Graph, events: Iterable[str]) -> None:
-    """Store the ``spec_ids`` of ``events``' hooks as the full ids they name.
+def _resolved_hooks(
+    rows: Rows, graph_id: str, hooks: dict[str, Any], events: Iterable[str]
+) -> dict[str, Any]:
+    """``hooks`` with the ``spec_ids`` of ``events``' hooks as the full ids they name.
 
     Called after the specs are bound, so an edit that rebinds specs and names them in a
     hook at once resolves against the new binding; the active run's queue members count
     too, since its ``on_spec_completed`` fires for them.
     """
-    named = [event for event in events if event in row.hooks]
-    if not any("spec_ids" in hook for event in named for hook in row.hooks[event]):
-        return
-    active = first_active(graph_runs(rows_of(db), row.id))
-    bound = [spec.id for spec in bound_specs(rows_of(db), row.id)]
-    row.hooks = resolve_spec_ids(row.hooks, named, bound + _queue_member_ids(db, active))
+    named = [event for event in events if event in hooks]
+    if not any("spec_ids" in hook for event in named for hook in hooks[event]):
+        return hooks
+    active = first_active(graph_runs(rows, graph_id))
+    bound = [spec.id for spec in bound_specs(rows, graph_id)]
+    return resolve_spec_ids(hooks, named, bound + _queue_member_ids(rows, active))
 
 
-def _queue_member_ids(db: Session, run: RunInfo | None) -> list[str]:
+def _queue_member_ids(rows: Rows, run: RunInfo | None) -> list[str]:
     """The specs of the queue ``run`` drains, in queue order (none without a queue)."""
     if run is None or run.queue_id is None:
         return []
-    return list(
-        db.scalars(
-            select(QueueMember.spec_id)
-            .where(QueueMember.queue_id == run.queue_id)
-            .order_by(QueueMember.position)
-        )
+    found = rows(
+        "SELECT spec_id FROM queue_members WHERE queue_id = :queue_id ORDER BY position",
+        {"queue_id": run.queue_id},
     )
+    return [row["spec_id"] for row in found]
 
 
-def _remaining_hook_events(db: Session, row: Graph) -> dict[str, Any]:
+def _remaining_hook_events(rows: Rows, graph_id: str) -> dict[str, Any]:
     """``remaining_events`` and ``hooks_note`` when a run is active, else nothing.
 
     The engine reads the stored hooks as each event fires, so an edit during a run takes
     effect at that run's events still to come; saying which avoids expecting a re-fire.
     """
-    active = first_active(graph_runs(rows_of(db), row.id))
+    active = first_active(graph_runs(rows, graph_id))
     if active is None:
         return {}
-    left = _specs_left(db, row.id, active)
+    left = _specs_left(rows, graph_id, active)
     events = remaining_events(left)
     return {
         "remaining_events": events,
@@ -288,16 +312,16 @@ def _remaining_hook_events(db: Session, row: Graph) -> dict[str, Any]:
     }
 
 
-def _specs_left(db: Session, graph_id: str, run: RunInfo) -> int:
+def _specs_left(rows: Rows, graph_id: str, run: RunInfo) -> int:
     """How many of ``run``'s specs (its queue's members, else the bound specs) may still
     complete."""
     if run.queue_id is None:
-        bound = bound_specs(rows_of(db), graph_id)
+        bound = bound_specs(rows, graph_id)
         return sum(spec.status in _STILL_TO_COMPLETE for spec in bound)
-    left = db.scalar(
-        select(func.count())
-        .select_from(QueueMember)
-        .join(Spec, Spec.id == QueueMember.spec_id)
-        .where(QueueMember.queue_id == run.queue_id, Spec.status.in_(_STILL_TO_COMPLETE))
+    still, params = queries.bound_list("status", _STILL_TO_COMPLETE)
+    found = rows(
+        "SELECT COUNT(*) AS left_count FROM queue_members m JOIN specs s ON s.id = m.spec_id"
+        f" WHERE m.queue_id = :queue_id AND s.status IN {still}",
+        {**params, "queue_id": run.queue_id},
     )
-    return left or 0
+    return int(found[0]["left_count"])

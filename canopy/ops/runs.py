@@ -35,7 +35,6 @@ from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store
 from canopy.store.models import Graph, NodeRun, Run, Spec
-from canopy.store.run_records import lock_graph
 from canopy.temporal import client as temporal_client
 from canopy.timefmt import utcnow
 from canopy.workdir import describe_dirty, normalize_workdir, require_work_tree, worktree_state
@@ -209,7 +208,7 @@ def _refuse_if_active(db: Session, graph: Graph) -> None:
 def _record_run(store: Store, checked: CheckedStart) -> PreparedRun:
     """Write the run and mark the graph ``running``, holding the graph's row lock."""
     with store.transaction() as db:
-        lock_graph(db, checked.graph_id)
+        queries.lock_graph(rows_of(db), checked.graph_id)
         row = db.get_one(Graph, checked.graph_id)
         _refuse_if_active(db, row)
         latest = db.scalar(select(func.max(Run.number)).where(Run.graph_id == row.id))

@@ -6,15 +6,17 @@ resumable under the same id). Messages are stored before anything else happens, 
 prompt is never lost: one that cannot reach its session stays recallable. Delivery
 itself is the daemon's job (``workflows/session_delivery.py``); these operations only
 write the store, and the front ends then wake the session's delivery workflow.
+
+``session_new`` and ``session_close`` are written in portable SQL against a row runner
+(:func:`canopy.ops.common.sql_transaction`), so the CLI's fast lane serves them with
+``sqlite3``; this module imports SQLAlchemy, the models and the platforms only inside the
+operations that need them, so the fast lane does not load them by importing it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy import select
-from sqlalchemy.orm import Session as Db
+from typing import TYPE_CHECKING, Any
 
 from canopy.errors import Refused
 from canopy.ids import new_id
@@ -25,18 +27,21 @@ from canopy.limits import (
     clean_name,
     clean_path_safe_name,
 )
-from canopy.ops.common import rows_of
+from canopy.ops.common import rows_of, sql_transaction
 from canopy.ops.notifications import notify
 from canopy.paths import session_path
-from canopy.platforms import get_platform
 from canopy.sessions.names import generated_name
 from canopy.sessions.transcripts import read_turns
 from canopy.store import queries
-from canopy.store.engine import Store
-from canopy.store.models import InteractiveSession, Message
-from canopy.temporal import client as temporal_client
 from canopy.timefmt import to_iso, utcnow
 from canopy.workdir import normalize_workdir
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session as Db
+
+    from canopy.store.engine import Store
+    from canopy.store.models import InteractiveSession, Message
+    from canopy.store.queries import Rows
 
 LIVE = "live"
 FINISHED = "finished"
@@ -50,18 +55,20 @@ TRANSCRIPT_TURNS = 50
 
 
 def session_new(
-    store: Store, platform: str, name: str | None = None, workdir: str | None = None
+    store: Store | Rows, platform: str, name: str | None = None, workdir: str | None = None
 ) -> dict[str, Any]:
     """A live session on ``platform`` in ``workdir`` (default: the current directory).
 
     Its harness conversation starts with the first delivered message. Without a name,
     one is generated that no live session holds.
     """
+    from canopy.platforms import get_platform
+
     get_platform(platform)
     clean_workdir = _existing_workdir(workdir)
     checked_name = _clean_name(name) if name is not None else None
-    with store.transaction() as db:
-        return _create(db, platform, clean_workdir, checked_name, conversation_id=None)
+    with sql_transaction(store) as rows:
+        return _create(rows, platform, clean_workdir, checked_name, conversation_id=None)
 
 
 def session_list(store: Store, include_finished: bool = False) -> dict[str, Any]:
@@ -84,14 +91,17 @@ def session_transcript(store: Store, ref: str, last: int = TRANSCRIPT_TURNS) -> 
     return {**found, "turns": turns[-last:], "turns_total": len(turns)}
 
 
-def session_close(store: Store, ref: str) -> dict[str, Any]:
+def session_close(store: Store | Rows, ref: str) -> dict[str, Any]:
     """Finish a live session. A turn already running completes; messages still queued
     for it are kept and end up recallable (``session_not_found``) at delivery."""
-    with store.transaction() as db:
-        target = _find(db, ref, live_only=True)
-        now = utcnow()
-        target.status, target.closed_at, target.updated_at = FINISHED, now, now
-        return _json(db, target.id)
+    with sql_transaction(store) as rows:
+        target = queries.find_session(rows, ref, live_only=True)
+        rows(
+            "UPDATE sessions SET status = :status, closed_at = :now, updated_at = :now"
+            " WHERE id = :id",
+            {"status": FINISHED, "now": utcnow(), "id": target["id"]},
+        )
+        return _json(rows, target["id"])
 
 
 def session_resume(store: Store, ref: str) -> dict[str, Any]:
@@ -103,7 +113,7 @@ def session_resume(store: Store, ref: str) -> dict[str, Any]:
         if target.status == LIVE:
             raise Refused(f"session {target.id} ({target.name}) is already live")
         _reopen(db, target)
-        return _json(db, target.id)
+        return _json(rows_of(db), target.id)
 
 
 def session_resume_either(
@@ -138,6 +148,11 @@ def session_resume_conversation(
     Canopy never saw becomes a new session with a fresh id and a fresh generated name:
     hooks aimed at an old id do not follow it, by design.
     """
+    from sqlalchemy import select
+
+    from canopy.platforms import get_platform
+    from canopy.store.models import InteractiveSession
+
     # The id goes into the harness's argv and its history's file names: path-safe.
     clean_id = clean_path_safe_name(
         conversation_id, "harness conversation id", SESSION_NAME_MAX_LENGTH
@@ -164,14 +179,14 @@ def session_resume_conversation(
                     f"conversation {clean_id} is already live as session {known.id} ({known.name})"
                 )
             _reopen(db, known)
-            return _json(db, known.id)
+            return _json(rows_of(db), known.id)
         listed = adapter.conversations(Path(clean_workdir))
         if listed is not None and clean_id not in {c.conversation_id for c in listed}:
             raise Refused(
                 f"{platform} has no conversation {clean_id!r} in {clean_workdir}; "
                 f"`canopy session conversations --platform {platform}` lists them"
             )
-        return _create(db, platform, clean_workdir, None, conversation_id=clean_id)
+        return _create(rows_of(db), platform, clean_workdir, None, conversation_id=clean_id)
 
 
 def harness_conversations(
@@ -179,6 +194,11 @@ def harness_conversations(
 ) -> dict[str, Any]:
     """The harness's own conversations in ``workdir``, newest first, each with the Canopy
     session that drives it (``None``: one Canopy never saw)."""
+    from sqlalchemy import select
+
+    from canopy.platforms import get_platform
+    from canopy.store.models import InteractiveSession
+
     adapter = get_platform(platform)
     clean_workdir = _existing_workdir(workdir)
     listed = adapter.conversations(Path(clean_workdir))
@@ -222,6 +242,10 @@ def session_send(store: Store, ref: str, prompt: str) -> dict[str, Any]:
 
 def session_recall(store: Store, ref: str | None = None) -> dict[str, Any]:
     """Messages that could not be delivered, oldest first (all, or one session's)."""
+    from sqlalchemy import select
+
+    from canopy.store.models import Message
+
     with store.transaction() as db:
         query = select(Message).where(Message.status.in_(RECALLABLE_STATUSES))
         if ref is not None:
@@ -231,6 +255,10 @@ def session_recall(store: Store, ref: str | None = None) -> dict[str, Any]:
 
 def message_get(store: Store, message_id: str) -> dict[str, Any]:
     """One message with its provenance and delivery record."""
+    from sqlalchemy import select
+
+    from canopy.store.models import Message
+
     with store.transaction() as db:
         message = db.scalar(select(Message).where(Message.id == message_id))
         if message is None:
@@ -295,6 +323,8 @@ def enqueue_hook_message(
 
 def live_session_by_id(db: Db, session_id: str) -> str:
     """The live session with exactly this id; refuses naming the id otherwise."""
+    from canopy.store.models import InteractiveSession
+
     found = db.get(InteractiveSession, session_id)
     if found is None:
         raise Refused(
@@ -356,51 +386,62 @@ def message_json(message: Message) -> dict[str, Any]:
 # ----------------------------------------------------------------------- helpers
 
 
-def _json(db: Db, session_id: str) -> dict[str, Any]:
-    db.flush()
-    found = queries.session_by_id(rows_of(db), session_id)
+def _json(rows: Rows, session_id: str) -> dict[str, Any]:
+    found = queries.session_by_id(rows, session_id)
     assert found is not None
     return found
 
 
 def _find(db: Db, ref: str, *, live_only: bool) -> InteractiveSession:
     """The session ``ref`` names (:func:`canopy.store.queries.find_session`)."""
+    from canopy.store.models import InteractiveSession
+
     found = queries.find_session(rows_of(db), ref, live_only=live_only)
     return db.get_one(InteractiveSession, found["id"])
 
 
-def _live_names(db: Db) -> set[str]:
-    return {row["name"] for row in queries.list_sessions(rows_of(db))}
+def _live_names(rows: Rows) -> set[str]:
+    return {row["name"] for row in queries.list_sessions(rows)}
 
 
 def _reopen(db: Db, target: InteractiveSession) -> None:
     """Make a finished session live again, renaming it only if its name is taken."""
-    live_names = _live_names(db)
+    live_names = _live_names(rows_of(db))
     if target.name in live_names:
         target.name = generated_name(live_names)
     target.status, target.closed_at, target.updated_at = LIVE, None, utcnow()
 
 
+_INSERT_SESSION = (
+    "INSERT INTO sessions (id, name, platform, workdir, host, harness_conversation_id,"
+    " status, transcript_path, created_at, updated_at, closed_at)"
+    " VALUES (:id, :name, :platform, :workdir, :host, :conversation_id, :status,"
+    " :transcript_path, :now, :now, NULL)"
+)
+
+
 def _create(
-    db: Db, platform: str, workdir: str, name: str | None, *, conversation_id: str | None
+    rows: Rows, platform: str, workdir: str, name: str | None, *, conversation_id: str | None
 ) -> dict[str, Any]:
+    """A new live session; its JSON shape."""
+    from canopy.temporal.client import this_host  # only here: it loads the dev server's paths
+
     session_id = new_id("sess")
-    now = utcnow()
-    db.add(
-        InteractiveSession(
-            id=session_id,
-            name=name or generated_name(_live_names(db)),
-            platform=platform,
-            workdir=workdir,
-            host=temporal_client.this_host(),
-            harness_conversation_id=conversation_id,
-            status=LIVE,
-            transcript_path=str(session_path(session_id, "transcript.jsonl")),
-            created_at=now,
-            updated_at=now,
-        )
+    rows(
+        _INSERT_SESSION,
+        {
+            "id": session_id,
+            "name": name or generated_name(_live_names(rows)),
+            "platform": platform,
+            "workdir": workdir,
+            "host": this_host(),
+            "conversation_id": conversation_id,
+            "status": LIVE,
+            "transcript_path": str(session_path(session_id, "transcript.jsonl")),
+            "now": utcnow(),
+        },
     )
-    return _json(db, session_id)
+    return _json(rows, session_id)
 
 
 def _add_message(
@@ -417,6 +458,8 @@ def _add_message(
     target_name: str | None = None,
     hook_run_id: int | None = None,
 ) -> Message:
+    from canopy.store.models import Message
+
     message = Message(
         id=new_id("msg"),
         session_id=session_id,

@@ -1,4 +1,5 @@
-"""Read queries shared by every caller, written once as portable SQL.
+"""Read queries shared by every caller (and the graph's write lock), written once as
+portable SQL.
 
 They run through SQLAlchemy (``text()``) inside operations and through the stdlib
 ``sqlite3`` module in the CLI's fast lane, so the hot listings start in a few
@@ -100,6 +101,16 @@ def resolve_id(rows: Rows, kind: str, prefix: str) -> str:
     shown = ", ".join(ids[:_MAX_CANDIDATES_SHOWN])
     more = " and more" if len(ids) > _MAX_CANDIDATES_SHOWN else ""
     raise Refused(f"ambiguous {kind} id {prefix!r}: matches {shown}{more}")
+
+
+def lock_graph(rows: Rows, graph_id: str) -> None:
+    """Take the graph row's write lock for the rest of the transaction.
+
+    A write lock on SQLite, a row lock on Postgres: transactions that start, edit, delete
+    or reset one graph then run one after the other, each reading what the previous one
+    committed, instead of deciding from a stale read.
+    """
+    rows("UPDATE graphs SET name = name WHERE id = :id", {"id": graph_id})
 
 
 def spec_row_json(row: Row) -> Row:

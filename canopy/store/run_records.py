@@ -14,16 +14,6 @@ IGNORED_SIGNALS = "ignored_signals"
 ``at``), oldest first."""
 
 
-def lock_graph(db: Session, graph_id: str) -> None:
-    """Take the graph row's write lock for the rest of the transaction.
-
-    A write lock on SQLite, a row lock on Postgres: transactions that start, edit, delete
-    or reset one graph then run one after the other, each reading what the previous one
-    committed, instead of deciding from a stale read.
-    """
-    db.execute(update(Graph).where(Graph.id == graph_id).values(name=Graph.name))
-
-
 def set_run_status(db: Session, run_id: str, status: str, blocker: dict[str, Any] | None) -> Run:
     """The run and its graph in ``status`` together, the graph with ``blocker`` (or none):
     what pausing, resuming and settling a run all write."""
