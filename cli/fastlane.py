@@ -16,25 +16,21 @@ usage errors. ``tests/test_cli.py`` checks that both paths answer alike.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import sqlite3
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from canopy.cli import views
 from canopy.cli.render import emit
-from canopy.paths import configured_db_url, sqlite_path
-from canopy.store.schema_version import HEAD_REVISION
-from canopy.timefmt import sqlite_text
+from canopy.paths import configured_db_url
+from canopy.store.direct import connect, runner
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from pathlib import Path
-    from typing import Any, TypeAlias
+    from typing import TypeAlias
 
-    from canopy.store.queries import Row, Rows
+    from canopy.store.queries import Rows
 
     Options: TypeAlias = dict[str, str]
     Handler: TypeAlias = Callable[[Rows, Options, list[str], bool], None]
@@ -97,12 +93,12 @@ def try_run(args: list[str]) -> bool:
     parsed = _parse(tokens, command)
     if parsed is None:
         return False
-    connection = _connect()
+    connection = connect()
     if connection is None:
         return False
     try:
         with connection:  # one transaction: committed if the command returns
-            command.handler(_runner(connection), *parsed)
+            command.handler(runner(connection), *parsed)
     finally:
         connection.close()
     return True
@@ -155,48 +151,6 @@ def _parse(tokens: list[str], command: _Command) -> tuple[Options, list[str], bo
     if not all(_NUMBER.fullmatch(options.get(name, "0")) for name in command.numbers):
         return None
     return options, positionals, as_json
-
-
-def _connect() -> sqlite3.Connection | None:
-    """The SQLite store, or ``None`` if it is missing or not migrated to this version.
-
-    Foreign keys are enforced and a busy database is waited for up to 10 s, as on every
-    connection of the full path (:func:`canopy.store.engine.make_engine`).
-    """
-    path = sqlite_path()
-    if not os.path.exists(path):
-        return None
-    connection = sqlite3.connect(path, timeout=10)
-    connection.row_factory = sqlite3.Row
-    try:
-        connection.execute("PRAGMA foreign_keys=ON")
-        revision = connection.execute("SELECT version_num FROM alembic_version").fetchall()
-    except sqlite3.Error:
-        revision = []
-    if [row["version_num"] for row in revision] != [HEAD_REVISION]:
-        connection.close()
-        return None
-    return connection
-
-
-def _runner(connection: sqlite3.Connection) -> Rows:
-    """Portable SQL on ``connection``; timestamps and JSON documents (dicts and lists) are
-    written as the ORM writes them."""
-
-    def run(sql: str, params: Mapping[str, Any]) -> list[Row]:
-        values = {name: _stored(value) for name, value in params.items()}
-        return [dict(row) for row in connection.execute(sql, values)]
-
-    return run
-
-
-def _stored(value: Any) -> Any:
-    """``value`` as the ORM's column types store it in SQLite (``DateTime``, ``JSON``)."""
-    if isinstance(value, datetime):
-        return sqlite_text(value)
-    if isinstance(value, dict | list):
-        return json.dumps(value)
-    return value
 
 
 def _path(value: str | None) -> Path | None:
