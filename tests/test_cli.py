@@ -92,6 +92,7 @@ def test_backlog_and_queue_tour(home: Path) -> None:
     ok(run_canopy(home, "queue", "remove", queue, c))
     listing = ok(run_canopy(home, "queue", "list", queue[:9], "--json")).json()
     assert [m["spec_id"] for m in listing["members"]] == [b, a]
+    assert listing["latest_run"] is None  # no graph ran over it
     assert ok(run_canopy(home, "spec", "set-status", a, "skip", "--json")).json()["status"] == (
         "skipped"
     )
@@ -102,6 +103,7 @@ def test_backlog_and_queue_tour(home: Path) -> None:
     human = ok(run_canopy(home, "queue", "list", queue)).stdout
     assert "nightly" in human
     assert "beta" in human
+    assert "latest run: none" in human
 
 
 def test_spec_update_and_delete(home: Path, tmp_path: Path) -> None:

@@ -196,6 +196,35 @@ def queue_listing(rows: Rows, queue_prefix: str) -> Row:
     return {"id": queue["id"], "name": queue["name"], "members": queue_members(rows, queue_id)}
 
 
+def queue_latest_run(rows: Rows, queue_id: str) -> Row | None:
+    """The run that started last over the queue, whichever graph ran it, with each spec's
+    outcome in it (the latest, for a spec it reached twice; ``null`` while its spec is
+    under way), or ``None`` when no run ever drained the queue."""
+    found = rows(
+        "SELECT r.id, r.number, r.status, r.started_at, r.ended_at, r.graph_id,"
+        " g.name AS graph_name FROM runs r JOIN graphs g ON g.id = r.graph_id"
+        " WHERE r.queue_id = :queue_id ORDER BY r.started_at DESC, r.id DESC LIMIT 1",
+        {"queue_id": queue_id},
+    )
+    if not found:
+        return None
+    run = found[0]
+    passages = rows(
+        "SELECT spec_id, outcome FROM run_specs WHERE run_id = :run_id ORDER BY id",
+        {"run_id": run["id"]},
+    )
+    return {
+        "id": run["id"],
+        "graph_id": run["graph_id"],
+        "graph": run["graph_name"],
+        "number": int(run["number"]),
+        "status": run["status"],
+        "started_at": to_iso(run["started_at"]),
+        "ended_at": to_iso(run["ended_at"]),
+        "outcomes": {passage["spec_id"]: passage["outcome"] for passage in passages},
+    }
+
+
 def list_graphs(rows: Rows) -> list[Row]:
     """Every graph, oldest first, with its status, blocker, node and bound-spec counts and
     active run (a graph has at most one: a unique index sees to it)."""
