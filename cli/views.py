@@ -29,36 +29,33 @@ def show_queues(queues: list[dict[str, Any]]) -> None:
     )
 
 
-def show_queue(listing: dict[str, Any], outcomes: Mapping[str, str | None] | None = None) -> None:
-    """One queue's members in order; with ``outcomes``, each member's outcome in the
-    latest run (blank while it has none: not reached, or under way)."""
+def show_queue(listing: dict[str, Any]) -> None:
+    """One queue's members in order; once a run went over it, each member's outcome in
+    the latest run (blank while it has none: not reached, or under way) and that run."""
     columns = ["#", "spec", "name", "group", "status"]
     rows = [
         [m["position"], m["spec_id"], m["name"], m["group"] or "", m["status"]]
         for m in listing["members"]
     ]
-    if outcomes is not None:
+    run = listing["latest_run"]
+    if run is not None:
         columns.append("latest run")
         for row, member in zip(rows, listing["members"], strict=True):
-            row.append(outcomes.get(member["spec_id"]) or "")
+            row.append(run["outcomes"].get(member["spec_id"]) or "")
     print_table(f"Queue {listing['name']} ({listing['id']})", columns, rows)
-
-
-def show_queue_list(result: dict[str, Any]) -> None:
-    """``queue list``: all queues, or one queue when the result names one, with the
-    outcome of its latest run."""
-    if "queues" in result:
-        show_queues(result["queues"])
-        return
-    run = result["latest_run"]
-    show_queue(result, None if run is None else run["outcomes"])
-    if run is None:
-        print_line("latest run: none")
-    else:
+    if run is not None:
         print_line(
             f"latest run: {run['id']} of graph {run['graph']} ({run['status']}), "
             f"started {run['started_at']}"
         )
+
+
+def show_queue_list(result: dict[str, Any]) -> None:
+    """``queue list``: all queues, or one queue when the result names one."""
+    if "queues" in result:
+        show_queues(result["queues"])
+    else:
+        show_queue(result)
 
 
 def show_spec(spec: dict[str, Any]) -> None:

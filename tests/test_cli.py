@@ -103,7 +103,6 @@ def test_backlog_and_queue_tour(home: Path) -> None:
     human = ok(run_canopy(home, "queue", "list", queue)).stdout
     assert "nightly" in human
     assert "beta" in human
-    assert "latest run: none" in human
 
 
 def test_spec_update_and_delete(home: Path, tmp_path: Path) -> None:

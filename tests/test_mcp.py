@@ -382,7 +382,12 @@ async def test_queue_actions_keep_groups_together(cli: Cli, mode: str) -> None:
             for n in ("login", "changelog", "logout")
         ]
         created = await ok(client, "queue", action="create", name="nightly")
-        assert created == {"id": created["id"], "name": "nightly", "members": []}
+        assert created == {
+            "id": created["id"],
+            "name": "nightly",
+            "members": [],
+            "latest_run": None,
+        }
 
         def order(queue: dict[str, Any]) -> list[tuple[str, str | None]]:
             return [(m["spec_id"], m["group"]) for m in queue["members"]]

@@ -48,8 +48,7 @@ def queue_list(store: Store | Rows, queue: str | None = None) -> dict[str, Any]:
     with sql_transaction(store) as rows:
         if queue is None:
             return {"queues": queries.list_queues(rows)}
-        listing = queries.queue_listing(rows, queue)
-        return {**listing, "latest_run": queries.queue_latest_run(rows, listing["id"])}
+        return queries.queue_listing(rows, queue)
 
 
 def queue_add_spec(

@@ -190,10 +190,16 @@ def queue_members(rows: Rows, queue_id: str) -> list[Row]:
 
 
 def queue_listing(rows: Rows, queue_prefix: str) -> Row:
-    """``queue list Q``: the queue's id and name with its members in order."""
+    """``queue list Q``, and every queue write's answer: the queue's id and name with its
+    members in order and the outcome of its latest run."""
     queue_id = resolve_id(rows, "queue", queue_prefix)
     (queue,) = rows("SELECT id, name FROM queues WHERE id = :id", {"id": queue_id})
-    return {"id": queue["id"], "name": queue["name"], "members": queue_members(rows, queue_id)}
+    return {
+        "id": queue["id"],
+        "name": queue["name"],
+        "members": queue_members(rows, queue_id),
+        "latest_run": queue_latest_run(rows, queue_id),
+    }
 
 
 def queue_latest_run(rows: Rows, queue_id: str) -> Row | None:
