@@ -174,7 +174,9 @@ def _readable_or_absent(path: str | None) -> bool:
 def _spec_list(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.ops import specs
 
-    result = specs.spec_list(rows, options.get("--workdir"), options.get("--status"))
+    result = specs.spec_list(
+        rows, options.get("--workdir"), options.get("--status"), "--standalone" in options
+    )
     emit(result, as_json, lambda: views.show_spec_list(result))
 
 
@@ -230,6 +232,16 @@ def _spec_section(rows: Rows, _options: Options, positionals: list[str], as_json
 
     result = specs.spec_section(rows, *positionals)
     emit(result, as_json, lambda: print_block(result["markdown"]))
+
+
+# --------------------------------------------------------------------------- projects
+
+
+def _project_list(rows: Rows, _options: Options, _positionals: list[str], as_json: bool) -> None:
+    from canopy.ops import projects
+
+    result = projects.project_list(rows)
+    emit(result, as_json, lambda: views.show_projects(result))
 
 
 # --------------------------------------------------------------------------- queues
@@ -339,11 +351,16 @@ def _session_list(rows: Rows, options: Options, _positionals: list[str], as_json
     emit(result, as_json, lambda: session_views.show_sessions(result))
 
 
-def _session_get(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _session_get(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.cli import session_views
     from canopy.store import queries
 
-    result = queries.find_session(rows, positionals[0], live_only=False)
+    if "--transcript" in options:
+        from canopy.ops.transcripts import session_transcript
+
+        result = session_transcript(rows, positionals[0])
+    else:
+        result = queries.find_session(rows, positionals[0], live_only=False)
     emit(result, as_json, lambda: session_views.show_session(result))
 
 
@@ -382,7 +399,9 @@ def _usage(rows: Rows, options: Options, _positionals: list[str], as_json: bool)
 
 
 _COMMANDS: dict[tuple[str, ...], _Command] = {
-    ("spec", "list"): _Command(_spec_list, options=("--workdir", "--status")),
+    ("spec", "list"): _Command(
+        _spec_list, options=("--workdir", "--status"), flags=("--standalone",)
+    ),
     ("spec", "get"): _Command(_spec_get, (1, 1)),
     ("spec", "create"): _Command(
         _spec_create,
@@ -400,6 +419,7 @@ _COMMANDS: dict[tuple[str, ...], _Command] = {
     ("spec", "delete"): _Command(_spec_delete, (1, 1)),
     ("spec", "set-status"): _Command(_spec_set_status, (2, 2)),
     ("spec", "section"): _Command(_spec_section, (2, 2)),
+    ("project", "list"): _Command(_project_list),
     ("queue", "list"): _Command(_queue_list, (0, 1)),
     ("queue", "create"): _Command(_queue_create, (1, 1)),
     ("queue", "add"): _Command(_queue_add, (2, 2), options=("--group",)),
@@ -424,7 +444,7 @@ _COMMANDS: dict[tuple[str, ...], _Command] = {
     ),
     ("graph", "delete"): _Command(_graph_delete, (1, 1)),
     ("session", "list"): _Command(_session_list, flags=("--all",)),
-    ("session", "get"): _Command(_session_get, (1, 1)),
+    ("session", "get"): _Command(_session_get, (1, 1), flags=("--transcript",)),
     ("session", "new"): _Command(
         _session_new, options=("--platform", "--name", "--workdir"), required=("--platform",)
     ),

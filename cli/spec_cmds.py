@@ -30,10 +30,13 @@ def list_specs(
         str | None, typer.Option("--workdir", help="Only specs tagged to this workdir.")
     ] = None,
     status: Annotated[str | None, typer.Option(help="Only specs with this status.")] = None,
+    standalone: Annotated[
+        bool, typer.Option("--standalone", help="Only standalone specs (bound to no graph).")
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """List specs, optionally filtered by workdir tag and status."""
-    specs = ops.spec_list(open_store(), workdir=workdir, status=status)
+    """List specs, optionally filtered by workdir tag and status, or standalone only."""
+    specs = ops.spec_list(open_store(), workdir=workdir, status=status, standalone=standalone)
     emit(specs, as_json, lambda: views.show_spec_list(specs))
 
 

@@ -20,6 +20,11 @@ def show_spec_list(specs: list[dict[str, Any]]) -> None:
     )
 
 
+def show_projects(projects: list[str]) -> None:
+    """The projects, one workdir a row."""
+    print_table("Projects", ["workdir"], [[project] for project in projects])
+
+
 def show_queues(queues: list[dict[str, Any]]) -> None:
     """Every queue with its counts."""
     print_table(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from canopy.ops import projects, queues, specs
+from canopy.ops.transcripts import session_transcript
 from canopy.temporal import devserver
 from canopy.timefmt import utcnow
 from canopy.tui import panes, rows
@@ -90,28 +91,28 @@ def read_activity(store: Store, project: str | None, finished: bool, text: str =
     )
 
 
-PORTABLE_PAGES: frozenset[Kind] = frozenset({"spec", "queue"})
+PORTABLE_PAGES: frozenset[Kind] = frozenset({"spec", "queue", "session"})
 """The pages read by operations in portable SQL, which a ``sqlite3`` runner can serve."""
 
 
 def read_page(source: Store | Rows, kind: Kind, item_id: str) -> Page:
-    """The page for one item, read as ``spec get``, ``queue list Q``, ``graph info`` (with
-    its consistency check against Temporal) or ``session get`` with its transcript. Only
+    """The page for one item, read as ``spec get``, ``queue list Q``, ``session get
+    --transcript`` or ``graph info`` (with its consistency check against Temporal). Only
     the kinds in :data:`PORTABLE_PAGES` may be read from a runner."""
     if kind == "spec":
         return Page(kind, item_id, panes.spec_page(specs.spec_get(source, item_id)))
     if kind == "queue":
         return Page(kind, item_id, panes.queue_page(queues.queue_list(source, item_id)))
-    from canopy.ops import graphs, sessions
+    if kind == "session":
+        return Page(kind, item_id, panes.session_page(session_transcript(source, item_id)))
+    from canopy.ops import graphs
     from canopy.store.engine import Store
 
-    assert isinstance(source, Store)
-    if kind == "graph":
-        info = graphs.graph_info(source, item_id)
-        ui_url = devserver.status()["ui_url"]
-        page = panes.graph_page(info, utcnow(), ui_url)
-        return Page(kind, item_id, page, tuple(node.name for node in info.nodes))
-    return Page(kind, item_id, panes.session_page(sessions.session_transcript(source, item_id)))
+    assert isinstance(source, Store)  # graph info is not a portable-SQL operation
+    info = graphs.graph_info(source, item_id)
+    ui_url = devserver.status()["ui_url"]
+    page = panes.graph_page(info, utcnow(), ui_url)
+    return Page(kind, item_id, page, tuple(node.name for node in info.nodes))
 
 
 @dataclass(frozen=True)
@@ -167,9 +168,10 @@ def read_session_choices(store: Store, workdir: str) -> list[SessionChoice]:
 
 
 def read_daemon() -> str | None:
-    """Why no daemon serves now (one line), or ``None`` when one does."""
+    """Why no daemon serves now (one line), or ``None`` when one does (``server check``)."""
     import asyncio
 
     from canopy.ops import control
 
-    return asyncio.run(control.daemon_problem())
+    problem: str | None = asyncio.run(control.daemon_check())["problem"]
+    return problem
