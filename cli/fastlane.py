@@ -174,10 +174,30 @@ def _readable_or_absent(path: str | None) -> bool:
 def _spec_list(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.ops import specs
 
+    limit = options.get("--limit")
     result = specs.spec_list(
-        rows, options.get("--workdir"), options.get("--status"), "--standalone" in options
+        rows,
+        options.get("--workdir"),
+        options.get("--status"),
+        "--standalone" in options,
+        options.get("--contains"),
+        None if limit is None else int(limit),
     )
     emit(result, as_json, lambda: views.show_spec_list(result))
+
+
+def _spec_count(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+    from canopy.cli.render import print_line
+    from canopy.ops import specs
+
+    result = specs.spec_count(
+        rows,
+        options.get("--workdir"),
+        options.get("--status"),
+        "--standalone" in options,
+        options.get("--contains"),
+    )
+    emit(result, as_json, lambda: print_line(str(result["count"])))
 
 
 def _spec_get(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
@@ -400,7 +420,13 @@ def _usage(rows: Rows, options: Options, _positionals: list[str], as_json: bool)
 
 _COMMANDS: dict[tuple[str, ...], _Command] = {
     ("spec", "list"): _Command(
-        _spec_list, options=("--workdir", "--status"), flags=("--standalone",)
+        _spec_list,
+        options=("--workdir", "--status", "--contains", "--limit"),
+        flags=("--standalone",),
+        numbers=("--limit",),
+    ),
+    ("spec", "count"): _Command(
+        _spec_count, options=("--workdir", "--status", "--contains"), flags=("--standalone",)
     ),
     ("spec", "get"): _Command(_spec_get, (1, 1)),
     ("spec", "create"): _Command(

@@ -149,7 +149,7 @@ RunHost = Annotated[
 
 
 VERB = "The action: what to do. The tool description lists each action's arguments."
-SpecAction = Annotated[Literal["list", "get", "section"], Field(description=VERB)]
+SpecAction = Annotated[Literal["list", "count", "get", "section"], Field(description=VERB)]
 SpecEditAction = Annotated[
     Literal["create", "update", "delete", "set_status"], Field(description=VERB)
 ]
@@ -211,8 +211,12 @@ async def spec_tool(
         Field(description=f"section: which one: {', '.join(SECTION_NAMES)}."),
     ] = None,
     standalone: Annotated[
-        bool, Field(description="list: only standalone specs (bound to no graph).")
+        bool, Field(description="list, count: only standalone specs (bound to no graph).")
     ] = False,
+    contains: Annotated[
+        str | None, Field(description="list, count: only specs whose name contains this text.")
+    ] = None,
+    limit: Annotated[int | None, Field(description="list: only the first N specs.")] = None,
 ) -> CallToolResult:
     """Read the spec backlog."""
     return await _dispatch("spec", locals())
@@ -364,14 +368,23 @@ def _one_group(args: Args) -> str | None:
 TOOLS: tuple[ToolDef, ...] = (
     ToolDef(
         "spec",
-        "Read the spec backlog: list specs, read one, or extract one section of its body.",
+        "Read the spec backlog: list or count specs, read one, or extract one section of its body.",
         {
             "list": Verb(
-                "Specs oldest first (short objects), filtered by workdir tag and/or status, "
-                "or standalone only.",
-                lambda store, a: specs.spec_list(store, a["workdir"], a["status"], a["standalone"]),
-                takes=("workdir", "status", "standalone"),
+                "Specs oldest first (short objects), filtered by workdir tag, status, "
+                "standalone and name; the first limit of them.",
+                lambda store, a: specs.spec_list(
+                    store, a["workdir"], a["status"], a["standalone"], a["contains"], a["limit"]
+                ),
+                takes=("workdir", "status", "standalone", "contains", "limit"),
                 returns="array",
+            ),
+            "count": Verb(
+                "How many specs list would give with the same filters: {count}.",
+                lambda store, a: specs.spec_count(
+                    store, a["workdir"], a["status"], a["standalone"], a["contains"]
+                ),
+                takes=("workdir", "status", "standalone", "contains"),
             ),
             "get": Verb(
                 "One spec: body, parsed sections, bound graphs, queues.",
@@ -757,7 +770,7 @@ class CanopyMCP(MCPServer[Any]):
     - Argument errors are one readable line naming the argument: the SDK reports schema
       violations as a multi-line pydantic dump behind ``Error executing tool …``; agents
       act better on the short form the CLI uses, such as
-      ``spec: unknown action 'fetch'; one of list, get, section``. Arguments the tool
+      ``spec: unknown action 'fetch'; one of list, count, get, section``. Arguments the tool
       does not have at all are refused too, rather than ignored.
     """
 

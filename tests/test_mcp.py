@@ -188,6 +188,9 @@ async def test_answers_and_refusals_are_the_clis(
         pairs = [
             pair("spec list", "spec", action="list"),
             pair("spec list --standalone", "spec", action="list", standalone=True),
+            pair("spec list --contains a --limit 2", "spec", action="list", contains="a",
+                 limit=2),
+            pair("spec count --standalone", "spec", action="count", standalone=True),
             pair("project list", "project", action="list"),
             pair("server check", "server", action="check"),
             pair(f"spec list --workdir {workdir} --status pending", "spec", action="list",
@@ -263,7 +266,7 @@ async def test_answers_and_refusals_are_the_clis(
                 assert result.is_error, args
                 assert err == f"error: {text_of(result)}\n", args
                 refusals += 1
-        assert refusals == len(pairs) - 12
+        assert refusals == len(pairs) - 14
 
 
 async def test_session_tools_answer_and_refuse_as_the_cli(
@@ -482,7 +485,7 @@ async def test_graph_edit_actions_create_update_with_hooks_and_delete(
 
 
 ARGUMENT_ERRORS: list[tuple[str, dict[str, Any], str]] = [
-    ("spec", {"action": "fetch"}, "spec: unknown action 'fetch'; one of list, get, section"),
+    ("spec", {"action": "fetch"}, "spec: unknown action 'fetch'; one of list, count, get, section"),
     ("spec", {}, "spec: missing argument action"),
     ("spec", {"action": "get"}, "spec: action 'get' needs spec_id"),
     ("spec", {"action": "section"}, "spec: action 'section' needs spec_id, section"),
@@ -497,7 +500,8 @@ ARGUMENT_ERRORS: list[tuple[str, dict[str, Any], str]] = [
      'queue: argument order must be an array, not a string ("[\\"a\\"]")'),
     ("queue", {"action": "reorder", "queue_id": "q", "order": ["a", 1]},
      "queue: argument order.1: Input should be a valid string"),
-    ("spec", {"action": None}, "spec: argument action must be one of list, get, section, not null"),
+    ("spec", {"action": None},
+     "spec: argument action must be one of list, count, get, section, not null"),
     ("spec", {"action": "list", "status": 3},
      "spec: argument status must be one of pending, in_progress, completed, failed, skipped, "
      "not an integer (3)"),
@@ -793,7 +797,7 @@ def test_raw_arguments_of_the_wrong_type_are_refused_not_coerced(raw: RawClient)
         ("session", {"action": "notifications", "limit": True},
          "session: argument limit must be an integer, not a boolean (true)"),
         ("spec", {"action": None},
-         "spec: argument action must be one of list, get, section, not null"),
+         "spec: argument action must be one of list, count, get, section, not null"),
         ("queue", {"action": "reorder", "queue_id": "q", "order": '["a"]'},
          'queue: argument order must be an array, not a string ("[\\"a\\"]")'),
     ):  # fmt: skip

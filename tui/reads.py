@@ -61,13 +61,15 @@ def start_project(source: Store | Rows, workdir: str | None, cwd: str) -> str | 
 
 def read_backlog(source: Store | Rows, project: str | None, text: str = "") -> Sidebar:
     """The project picker's choices (``project list``), the standalone specs of
-    ``project`` (a workdir, or ``None`` for all: ``spec list --standalone``) and every
-    queue, the lists filtered by ``text``."""
+    ``project`` (a workdir, or ``None`` for all) and every queue, the lists filtered by
+    ``text``. Of the Backlog, only the rows shown are read, and the count: ``spec list
+    --standalone --limit`` and ``spec count``, so 10,000 specs cost what 500 do."""
+    contains = text or None
+    shown = specs.spec_list(source, project, None, True, contains, rows.SHOWN_ROWS)
+    total = specs.spec_count(source, project, None, True, contains)["count"]
     return Sidebar(
         projects=projects.project_list(source),
-        backlog=rows.listing(
-            specs.spec_list(source, workdir=project, standalone=True), rows.spec_row, text
-        ),
+        backlog=rows.Listing([rows.spec_row(spec) for spec in shown], total),
         queues=rows.listing(queues.queue_list(source)["queues"], rows.queue_row, text),
     )
 

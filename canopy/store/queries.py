@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from canopy.errors import Refused
@@ -125,27 +126,55 @@ def spec_row_json(row: Row) -> Row:
     }
 
 
-def list_specs(
-    rows: Rows, workdir: str | None = None, status: str | None = None, standalone: bool = False
-) -> list[Row]:
-    """Specs in creation order, optionally only one workdir tag and/or one status, and
-    only the standalone ones (bound to no graph)."""
-    clauses = []
-    params: dict[str, Any] = {}
-    if standalone:
-        clauses.append("NOT EXISTS (SELECT 1 FROM graph_specs b WHERE b.spec_id = specs.id)")
-    if workdir is not None:
-        clauses.append("workdir = :workdir")
-        params["workdir"] = workdir
-    if status is not None:
-        clauses.append("status = :status")
-        params["status"] = status
-    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+@dataclass(frozen=True)
+class SpecFilter:
+    """Which specs a listing or a count takes: one workdir tag, one status, only the
+    standalone ones (bound to no graph), only those whose name contains a text (ASCII
+    letters in either case). ``None``/``False``: no such condition."""
+
+    workdir: str | None = None
+    status: str | None = None
+    standalone: bool = False
+    contains: str | None = None
+
+    def where(self) -> tuple[str, dict[str, Any]]:
+        """The ``WHERE`` clause (or nothing) and its parameters."""
+        clauses = []
+        params: dict[str, Any] = {}
+        if self.standalone:
+            clauses.append("NOT EXISTS (SELECT 1 FROM graph_specs b WHERE b.spec_id = specs.id)")
+        if self.workdir is not None:
+            clauses.append("workdir = :workdir")
+            params["workdir"] = self.workdir
+        if self.status is not None:
+            clauses.append("status = :status")
+            params["status"] = self.status
+        if self.contains:
+            clauses.append("LOWER(name) LIKE :contains ESCAPE '\\'")
+            escaped = re.sub(r"([\\%_])", r"\\\1", self.contains.lower())
+            params["contains"] = f"%{escaped}%"
+        return (f" WHERE {' AND '.join(clauses)}" if clauses else ""), params
+
+
+def list_specs(rows: Rows, which: SpecFilter, limit: int | None = None) -> list[Row]:
+    """The specs ``which`` takes, in creation order; the first ``limit`` of them when
+    given (the TUI reads only the rows it shows)."""
+    where, params = which.where()
     sql = (
         "SELECT id, name, status, workdir, created_at, updated_at FROM specs"
         f"{where} ORDER BY created_at, id"
     )
+    if limit is not None:
+        sql += " LIMIT :limit"
+        params["limit"] = limit
     return [spec_row_json(row) for row in rows(sql, params)]
+
+
+def count_specs(rows: Rows, which: SpecFilter) -> int:
+    """How many specs ``which`` takes."""
+    where, params = which.where()
+    (found,) = rows(f"SELECT COUNT(*) AS n FROM specs{where}", params)
+    return int(found["n"])
 
 
 def list_queues(rows: Rows) -> list[Row]:
