@@ -26,8 +26,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.backlog import add_sessions, fill_queue
-
 WORKDIRS = 10
 PAINTED = "painted"
 MEMORY = ("first", "middle", "after")
@@ -105,6 +103,8 @@ def main() -> None:
         workdir, expected = options.child
         asyncio.run(paint(workdir or None, int(expected), options.refreshes))
         return
+    from bench.backlog import add_sessions, fill_queue  # SQLAlchemy: not in the children
+
     with tempfile.TemporaryDirectory() as scratch:
         home = Path(scratch)
         fill_queue(home, options.specs, "everything", lambda i: f"/src/project-{i % WORKDIRS}")
