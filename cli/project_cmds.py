@@ -6,8 +6,8 @@ import typer
 from canopy.cli import views
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import emit
+from canopy.cli.store import open_store
 from canopy.ops import projects as ops
-from canopy.store.engine import open_store
 
 app = typer.Typer(no_args_is_help=True)
 
