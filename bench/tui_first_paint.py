@@ -6,7 +6,9 @@ Each round starts the TUI in a fresh process (Textual's headless driver, 120x40)
 times it from the spawn until its Backlog shows the specs it should (the heading counts
 them all; the list shows the first 500) and the screen has been drawn; the same rounds
 run ``canopy spec list --json`` (all N specs, the fast lane) and ``python -c pass``,
-interleaved, so the ratios survive a busy machine. The TUI's
+interleaved, so the ratios survive a busy machine. Each is also measured in CPU time
+(user + system, all threads; the TUI's until its first paint), which other processes on
+the machine hardly move, unlike wall-clock time. The TUI's
 resident memory is read at first paint and again after K more refreshes (one a second),
 to show whether it grows while it sits there (it does once, after the first paint, as
 the graph and session operations load).
@@ -16,14 +18,13 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-
-from bench.backlog import add_sessions, fill_queue
 
 WORKDIRS = 10
 PAINTED = "painted"
@@ -54,32 +55,40 @@ async def paint(workdir: str | None, expected: int, refreshes: int) -> None:
         drawn = asyncio.Event()
         app.call_after_refresh(drawn.set)  # the next screen refresh shows the Backlog
         await drawn.wait()
+        cpu = time.process_time()
         print(PAINTED, flush=True)
         first = rss_kib()
         await asyncio.sleep(refreshes / 2 * REFRESH_SECONDS)
         middle = rss_kib()
         await asyncio.sleep(refreshes / 2 * REFRESH_SECONDS)
-        print(json.dumps({"first": first, "middle": middle, "after": rss_kib()}), flush=True)
+        report = {"cpu": cpu, "first": first, "middle": middle, "after": rss_kib()}
+        print(json.dumps(report), flush=True)
 
 
-def time_tui(argv: list[str], env: dict[str, str]) -> tuple[float, dict[str, int]]:
-    """Seconds from spawning the TUI until it says it painted, and its memory report."""
+def time_tui(argv: list[str], env: dict[str, str]) -> tuple[float, dict[str, float]]:
+    """Seconds from spawning the TUI until it says it painted, and its report: the CPU
+    seconds it had used by then, and its memory."""
     started = time.perf_counter()
     child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
     assert child.stdout is not None
     line = child.stdout.readline().strip()
     painted = time.perf_counter() - started
-    memory = json.loads(child.stdout.readline())
+    report: dict[str, float] = json.loads(child.stdout.readline())
     child.wait(timeout=60)
     if line != PAINTED or child.returncode != 0:
         raise SystemExit(f"the TUI did not paint: {line!r}, exit {child.returncode}")
-    return painted, memory
+    return painted, report
 
 
-def time_command(argv: list[str], env: dict[str, str]) -> float:
+def time_command(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (user + system) of one run of ``argv``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - started
+    took = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return took, cpu
 
 
 def main() -> None:
@@ -94,6 +103,8 @@ def main() -> None:
         workdir, expected = options.child
         asyncio.run(paint(workdir or None, int(expected), options.refreshes))
         return
+    from bench.backlog import add_sessions, fill_queue  # SQLAlchemy: not in the children
+
     with tempfile.TemporaryDirectory() as scratch:
         home = Path(scratch)
         fill_queue(home, options.specs, "everything", lambda i: f"/src/project-{i % WORKDIRS}")
@@ -122,31 +133,39 @@ def main() -> None:
             ],
         }
         samples: dict[str, list[float]] = {label: [] for label in [*commands, *tuis]}
-        memory: dict[str, list[dict[str, int]]] = {label: [] for label in tuis}
+        memory: dict[str, list[dict[str, float]]] = {label: [] for label in tuis}
+        cpu: dict[str, list[float]] = {label: [] for label in samples}
         for round_number in range(options.runs + 1):  # round 0 warms the caches up
             for label, argv in commands.items():
-                took = time_command(argv, env)
+                took, used_cpu = time_command(argv, env)
                 if round_number:
                     samples[label].append(took)
+                    cpu[label].append(used_cpu)
             for label, argv in tuis.items():
-                took, used = time_tui(argv, env)
+                took, report = time_tui(argv, env)
                 if round_number:
                     samples[label].append(took)
-                    memory[label].append(used)
-        medians = {label: statistics.median(values) for label, values in samples.items()}
-    spec_list = medians[next(iter(commands.keys() - {"python -c pass (baseline)"}))]
+                    cpu[label].append(report["cpu"])
+                    memory[label].append(report)
+    spec_list_label = next(iter(commands.keys() - {"python -c pass (baseline)"}))
+    wall = {label: statistics.median(values) for label, values in samples.items()}
+    used = {label: statistics.median(values) for label, values in cpu.items()}
     half = options.refreshes // 2
     print(
-        "| command | median ms | x spec list | RSS MiB: at paint | "
+        "| command | median ms | x spec list | CPU ms | CPU x spec list | RSS MiB: at paint | "
         f"after {half} refreshes | after {options.refreshes} |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for label, median in medians.items():
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for label, median in wall.items():
         rss = " - | - | - |"
         if label in memory:
             mib = [statistics.median(m[at] for m in memory[label]) / 1024 for at in MEMORY]
             rss = "".join(f" {value:.1f} |" for value in mib)
-        print(f"| `{label}` | {median * 1000:.1f} | {median / spec_list:.2f} |{rss}")
+        ratio, cpu_ratio = median / wall[spec_list_label], used[label] / used[spec_list_label]
+        print(
+            f"| `{label}` | {median * 1000:.1f} | {ratio:.2f} | {used[label] * 1000:.0f} | "
+            f"{cpu_ratio:.2f} |{rss}"
+        )
 
 
 if __name__ == "__main__":

@@ -75,6 +75,8 @@ NOTIFICATIONS_LIMIT = Range(1, 10_000)
 USAGE_SINCE_DAYS = Range(0, 36_500, "days", "100 years")
 """How far back ``canopy usage --since`` (and MCP ``since``) may reach; further back
 than a ``datetime`` goes would overflow."""
+SPEC_LIST_LIMIT = Range(1, 1_000_000_000)
+"""How many specs ``spec list --limit`` may ask for (SQLite binds 64-bit integers only)."""
 
 # --------------------------------------------------------------------------- sizes
 

@@ -73,6 +73,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "queue on the embedded Temporal server (what `make demo` runs).",
     ),
     "spec": ("canopy.cli.spec_cmds", "app", "The spec backlog."),
+    "project": (
+        "canopy.cli.project_cmds",
+        "app",
+        "Projects: the workdirs of specs, graphs and sessions.",
+    ),
     "queue": ("canopy.cli.queue_cmds", "app", "Ordered queues of specs with context groups."),
     "graph": ("canopy.cli.graph_cmds", "app", "Graphs: pipelines of agent and command nodes."),
     "session": ("canopy.cli.session_cmds", "app", "Interactive sessions and their messages."),

@@ -16,25 +16,21 @@ usage errors. ``tests/test_cli.py`` checks that both paths answer alike.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import sqlite3
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from canopy.cli import views
 from canopy.cli.render import emit
-from canopy.paths import configured_db_url, sqlite_path
-from canopy.store.schema_version import HEAD_REVISION
-from canopy.timefmt import sqlite_text
+from canopy.paths import configured_db_url
+from canopy.store.direct import connect, runner
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from pathlib import Path
-    from typing import Any, TypeAlias
+    from typing import TypeAlias
 
-    from canopy.store.queries import Row, Rows
+    from canopy.store.queries import Rows
 
     Options: TypeAlias = dict[str, str]
     Handler: TypeAlias = Callable[[Rows, Options, list[str], bool], None]
@@ -97,12 +93,12 @@ def try_run(args: list[str]) -> bool:
     parsed = _parse(tokens, command)
     if parsed is None:
         return False
-    connection = _connect()
+    connection = connect()
     if connection is None:
         return False
     try:
         with connection:  # one transaction: committed if the command returns
-            command.handler(_runner(connection), *parsed)
+            command.handler(runner(connection), *parsed)
     finally:
         connection.close()
     return True
@@ -157,48 +153,6 @@ def _parse(tokens: list[str], command: _Command) -> tuple[Options, list[str], bo
     return options, positionals, as_json
 
 
-def _connect() -> sqlite3.Connection | None:
-    """The SQLite store, or ``None`` if it is missing or not migrated to this version.
-
-    Foreign keys are enforced and a busy database is waited for up to 10 s, as on every
-    connection of the full path (:func:`canopy.store.engine.make_engine`).
-    """
-    path = sqlite_path()
-    if not os.path.exists(path):
-        return None
-    connection = sqlite3.connect(path, timeout=10)
-    connection.row_factory = sqlite3.Row
-    try:
-        connection.execute("PRAGMA foreign_keys=ON")
-        revision = connection.execute("SELECT version_num FROM alembic_version").fetchall()
-    except sqlite3.Error:
-        revision = []
-    if [row["version_num"] for row in revision] != [HEAD_REVISION]:
-        connection.close()
-        return None
-    return connection
-
-
-def _runner(connection: sqlite3.Connection) -> Rows:
-    """Portable SQL on ``connection``; timestamps and JSON documents (dicts and lists) are
-    written as the ORM writes them."""
-
-    def run(sql: str, params: Mapping[str, Any]) -> list[Row]:
-        values = {name: _stored(value) for name, value in params.items()}
-        return [dict(row) for row in connection.execute(sql, values)]
-
-    return run
-
-
-def _stored(value: Any) -> Any:
-    """``value`` as the ORM's column types store it in SQLite (``DateTime``, ``JSON``)."""
-    if isinstance(value, datetime):
-        return sqlite_text(value)
-    if isinstance(value, dict | list):
-        return json.dumps(value)
-    return value
-
-
 def _path(value: str | None) -> Path | None:
     """An option naming a file, as typer hands it over."""
     if value is None:
@@ -220,8 +174,30 @@ def _readable_or_absent(path: str | None) -> bool:
 def _spec_list(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.ops import specs
 
-    result = specs.spec_list(rows, options.get("--workdir"), options.get("--status"))
+    limit = options.get("--limit")
+    result = specs.spec_list(
+        rows,
+        options.get("--workdir"),
+        options.get("--status"),
+        "--standalone" in options,
+        options.get("--contains"),
+        None if limit is None else int(limit),
+    )
     emit(result, as_json, lambda: views.show_spec_list(result))
+
+
+def _spec_count(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+    from canopy.cli.render import print_line
+    from canopy.ops import specs
+
+    result = specs.spec_count(
+        rows,
+        options.get("--workdir"),
+        options.get("--status"),
+        "--standalone" in options,
+        options.get("--contains"),
+    )
+    emit(result, as_json, lambda: print_line(str(result["count"])))
 
 
 def _spec_get(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
@@ -276,6 +252,16 @@ def _spec_section(rows: Rows, _options: Options, positionals: list[str], as_json
 
     result = specs.spec_section(rows, *positionals)
     emit(result, as_json, lambda: print_block(result["markdown"]))
+
+
+# --------------------------------------------------------------------------- projects
+
+
+def _project_list(rows: Rows, _options: Options, _positionals: list[str], as_json: bool) -> None:
+    from canopy.ops import projects
+
+    result = projects.project_list(rows)
+    emit(result, as_json, lambda: views.show_projects(result))
 
 
 # --------------------------------------------------------------------------- queues
@@ -385,11 +371,16 @@ def _session_list(rows: Rows, options: Options, _positionals: list[str], as_json
     emit(result, as_json, lambda: session_views.show_sessions(result))
 
 
-def _session_get(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _session_get(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.cli import session_views
     from canopy.store import queries
 
-    result = queries.find_session(rows, positionals[0], live_only=False)
+    if "--transcript" in options:
+        from canopy.ops.transcripts import session_transcript
+
+        result = session_transcript(rows, positionals[0])
+    else:
+        result = queries.find_session(rows, positionals[0], live_only=False)
     emit(result, as_json, lambda: session_views.show_session(result))
 
 
@@ -428,7 +419,15 @@ def _usage(rows: Rows, options: Options, _positionals: list[str], as_json: bool)
 
 
 _COMMANDS: dict[tuple[str, ...], _Command] = {
-    ("spec", "list"): _Command(_spec_list, options=("--workdir", "--status")),
+    ("spec", "list"): _Command(
+        _spec_list,
+        options=("--workdir", "--status", "--contains", "--limit"),
+        flags=("--standalone",),
+        numbers=("--limit",),
+    ),
+    ("spec", "count"): _Command(
+        _spec_count, options=("--workdir", "--status", "--contains"), flags=("--standalone",)
+    ),
     ("spec", "get"): _Command(_spec_get, (1, 1)),
     ("spec", "create"): _Command(
         _spec_create,
@@ -446,6 +445,7 @@ _COMMANDS: dict[tuple[str, ...], _Command] = {
     ("spec", "delete"): _Command(_spec_delete, (1, 1)),
     ("spec", "set-status"): _Command(_spec_set_status, (2, 2)),
     ("spec", "section"): _Command(_spec_section, (2, 2)),
+    ("project", "list"): _Command(_project_list),
     ("queue", "list"): _Command(_queue_list, (0, 1)),
     ("queue", "create"): _Command(_queue_create, (1, 1)),
     ("queue", "add"): _Command(_queue_add, (2, 2), options=("--group",)),
@@ -470,7 +470,7 @@ _COMMANDS: dict[tuple[str, ...], _Command] = {
     ),
     ("graph", "delete"): _Command(_graph_delete, (1, 1)),
     ("session", "list"): _Command(_session_list, flags=("--all",)),
-    ("session", "get"): _Command(_session_get, (1, 1)),
+    ("session", "get"): _Command(_session_get, (1, 1), flags=("--transcript",)),
     ("session", "new"): _Command(
         _session_new, options=("--platform", "--name", "--workdir"), required=("--platform",)
     ),

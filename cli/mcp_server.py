@@ -1,13 +1,14 @@
 """The MCP server: Canopy's operations as tools for AI agents (DESIGN §9, docs/mcp.md).
 
-Eight tools, each with an ``action`` argument that selects the verb and flat, typed
+Ten tools, each with an ``action`` argument that selects the verb and flat, typed
 arguments: ``spec``, ``spec_edit``, ``queue``, ``graph``, ``graph_edit``,
-``graph_control``, ``session_list`` and ``session``. Every action calls the same
-operation as the CLI command it mirrors, so an agent gets the same validation and the
-same answers as a person: a result is the JSON ``canopy … --json`` prints (as text, and
-as ``structuredContent`` under ``result``), and a :class:`~canopy.errors.Refused` comes
-back as a tool error carrying the CLI's one-line message (without its ``error: ``
-prefix). :class:`CanopyMCP` holds the rest to the letter of the protocol.
+``graph_control``, ``session_list``, ``session``, ``project`` and ``server``. Every
+action calls the same operation as the CLI command it mirrors, so an agent gets the same
+validation and the same answers as a person: a result is the JSON ``canopy … --json``
+prints (as text, and as ``structuredContent`` under ``result``), and a
+:class:`~canopy.errors.Refused` comes back as a tool error carrying the CLI's one-line
+message (without its ``error: `` prefix). :class:`CanopyMCP` holds the rest to the
+letter of the protocol.
 
 Each tool's actions are a table of :class:`Verb` rows. One dispatcher checks the arguments
 against the row, calls the operation and maps its answer, so the tools themselves are
@@ -40,8 +41,9 @@ from pydantic import Field, ValidationError
 from canopy.backlog.specformat import SECTION_NAMES
 from canopy.errors import Refused, debug_requested, unexpected_error_line
 from canopy.limits import text_problem
-from canopy.ops import control, graphs, notifications, queues, runs, specs
+from canopy.ops import control, graphs, notifications, projects, queues, runs, specs
 from canopy.ops import sessions as session_ops
+from canopy.ops.transcripts import session_transcript
 from canopy.ops.usage import usage_report
 from canopy.statuses import SET_STATUS_ACTIONS, SPEC_STATUSES
 from canopy.store.engine import Store, open_store
@@ -147,7 +149,7 @@ RunHost = Annotated[
 
 
 VERB = "The action: what to do. The tool description lists each action's arguments."
-SpecAction = Annotated[Literal["list", "get", "section"], Field(description=VERB)]
+SpecAction = Annotated[Literal["list", "count", "get", "section"], Field(description=VERB)]
 SpecEditAction = Annotated[
     Literal["create", "update", "delete", "set_status"], Field(description=VERB)
 ]
@@ -161,6 +163,8 @@ GraphControlAction = Annotated[
     Literal["run", "continue", "pause", "stop", "reset"], Field(description=VERB)
 ]
 SessionListAction = Annotated[Literal["list"], Field(description=VERB)]
+ProjectAction = Annotated[Literal["list"], Field(description=VERB)]
+ServerAction = Annotated[Literal["check"], Field(description=VERB)]
 SessionAction = Annotated[
     Literal[
         "get",
@@ -206,6 +210,13 @@ async def spec_tool(
         str | None,
         Field(description=f"section: which one: {', '.join(SECTION_NAMES)}."),
     ] = None,
+    standalone: Annotated[
+        bool, Field(description="list, count: only standalone specs (bound to no graph).")
+    ] = False,
+    contains: Annotated[
+        str | None, Field(description="list, count: only specs whose name contains this text.")
+    ] = None,
+    limit: Annotated[int | None, Field(description="list: only the first N specs.")] = None,
 ) -> CallToolResult:
     """Read the spec backlog."""
     return await _dispatch("spec", locals())
@@ -313,9 +324,22 @@ async def session_tool(
     limit: Annotated[
         int | None, Field(description="notifications: how many, newest first (default 50).")
     ] = None,
+    transcript: Annotated[
+        bool, Field(description="get: with the latest turns of its transcript.")
+    ] = False,
 ) -> CallToolResult:
     """Interactive sessions: open, message, close, resume, recall undelivered prompts."""
     return await _dispatch("session", locals())
+
+
+async def project_tool(action: ProjectAction) -> CallToolResult:
+    """The projects: workdirs the store knows."""
+    return await _dispatch("project", locals())
+
+
+async def server_tool(action: ServerAction) -> CallToolResult:
+    """Whether a daemon serves runs and messages."""
+    return await _dispatch("server", locals())
 
 
 async def _resume(store: Store, args: Args) -> Any:
@@ -344,13 +368,23 @@ def _one_group(args: Args) -> str | None:
 TOOLS: tuple[ToolDef, ...] = (
     ToolDef(
         "spec",
-        "Read the spec backlog: list specs, read one, or extract one section of its body.",
+        "Read the spec backlog: list or count specs, read one, or extract one section of its body.",
         {
             "list": Verb(
-                "Specs oldest first (short objects), filtered by workdir tag and/or status.",
-                lambda store, a: specs.spec_list(store, a["workdir"], a["status"]),
-                takes=("workdir", "status"),
+                "Specs oldest first (short objects), filtered by workdir tag, status, "
+                "standalone and name; the first limit of them.",
+                lambda store, a: specs.spec_list(
+                    store, a["workdir"], a["status"], a["standalone"], a["contains"], a["limit"]
+                ),
+                takes=("workdir", "status", "standalone", "contains", "limit"),
                 returns="array",
+            ),
+            "count": Verb(
+                "How many specs list would give with the same filters: {count}.",
+                lambda store, a: specs.spec_count(
+                    store, a["workdir"], a["status"], a["standalone"], a["contains"]
+                ),
+                takes=("workdir", "status", "standalone", "contains"),
             ),
             "get": Verb(
                 "One spec: body, parsed sections, bound graphs, queues.",
@@ -559,9 +593,15 @@ TOOLS: tuple[ToolDef, ...] = (
         "sent prompt is queued and delivered in order as the session's next turn.",
         {
             "get": Verb(
-                "One session, live or finished.",
-                lambda store, a: session_ops.session_get(store, a["session_id"]),
+                "One session, live or finished; with transcript, also its latest turns "
+                "(turns, turns_total).",
+                lambda store, a: (
+                    session_transcript(store, a["session_id"])
+                    if a["transcript"]
+                    else session_ops.session_get(store, a["session_id"])
+                ),
                 needs=("session_id",),
+                takes=("transcript",),
             ),
             "new": Verb(
                 "Open a live session (its harness conversation starts with the first message).",
@@ -616,6 +656,34 @@ TOOLS: tuple[ToolDef, ...] = (
             ),
         },
         session_tool,
+    ),
+    ToolDef(
+        "project",
+        "Projects: every workdir a spec is tagged with, a graph runs in or a session works "
+        "in (= `canopy project list --json`).",
+        {
+            "list": Verb(
+                "The workdirs, sorted.",
+                lambda store, a: projects.project_list(store),
+                returns="array",
+            ),
+        },
+        project_tool,
+        read_only=True,
+    ),
+    ToolDef(
+        "server",
+        "Whether a Canopy daemon serves (= `canopy server check --json`): runs and "
+        "messages wait without one; the store tools work either way.",
+        {
+            "check": Verb(
+                "serving, and when not, problem: Temporal unreachable, or no worker polls "
+                "Canopy's task queue (start one with `canopy up`).",
+                lambda store, a: control.daemon_check(),
+            ),
+        },
+        server_tool,
+        read_only=True,
     ),
 )
 
@@ -702,7 +770,7 @@ class CanopyMCP(MCPServer[Any]):
     - Argument errors are one readable line naming the argument: the SDK reports schema
       violations as a multi-line pydantic dump behind ``Error executing tool …``; agents
       act better on the short form the CLI uses, such as
-      ``spec: unknown action 'fetch'; one of list, get, section``. Arguments the tool
+      ``spec: unknown action 'fetch'; one of list, count, get, section``. Arguments the tool
       does not have at all are refused too, rather than ignored.
     """
 

@@ -1,4 +1,4 @@
-"""``canopy server start|stop|status``, ``canopy up|down`` and ``canopy worker``.
+"""``canopy server start|stop|status|check``, ``canopy up|down`` and ``canopy worker``.
 
 :mod:`canopy.temporal.devserver` and :mod:`canopy.temporal.daemon` are stdlib-only at
 import time, and the worker module (which imports the SDK) is imported inside ``worker``,
@@ -136,7 +136,19 @@ def worker(json: JsonFlag = False) -> None:
     worker_module.main(json_logs=json)
 
 
+def server_check(json: JsonFlag = False) -> None:
+    """Check that a daemon serves: Temporal answers and a worker polls Canopy's task queue."""
+    import asyncio
+
+    from canopy.ops import control
+
+    info = asyncio.run(control.daemon_check())
+    line = "daemon serving" if info["serving"] else f"daemon down: {info['problem']}"
+    emit(info, json, lambda: print_line(line))
+
+
 app = typer.Typer(no_args_is_help=True)
 app.command("start")(server_start)
 app.command("stop")(server_stop)
 app.command("status")(server_status)
+app.command("check")(server_check)

@@ -40,11 +40,22 @@ def list_sessions(
 
 
 @app.command("get")
-def get(session: SessionRef, as_json: JsonFlag = False) -> None:
+def get(
+    session: SessionRef,
+    transcript: Annotated[
+        bool, typer.Option("--transcript", help="With the latest turns of its transcript.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
     """Show one session, live or finished."""
     from canopy.ops import sessions as ops
 
-    result = ops.session_get(open_store(), session)
+    if transcript:
+        from canopy.ops.transcripts import session_transcript
+
+        result = session_transcript(open_store(), session)
+    else:
+        result = ops.session_get(open_store(), session)
     emit(result, as_json, lambda: views.show_session(result))
 
 

@@ -24,10 +24,22 @@ def show_sessions(result: dict[str, Any]) -> None:
 
 
 def show_session(session: dict[str, Any]) -> None:
-    """One session after new/close/resume."""
+    """One session after new/close/resume; ``get --transcript`` adds its latest turns."""
     print_line(f"{session['id']} {session['name']} ({session['status']}, {session['platform']})")
     print_line(f"workdir: {session['workdir']}")
     print_line(f"transcript: {session['transcript_path']}")
+    if "turns" not in session:
+        return
+    print_line(f"turns: the last {len(session['turns'])} of {session['turns_total']}")
+    for turn in session["turns"]:
+        source = turn.get("provenance", {}).get("source", "?")
+        print_line(f"--- {turn.get('at', '')} · {source} · {turn.get('status', '')}")
+        print_block(turn.get("prompt") or "")
+        if turn.get("reply"):
+            print_line("reply:")
+            print_block(turn["reply"])
+        if turn.get("error"):
+            print_line(f"error: {turn['error']}")
 
 
 def show_message(message: dict[str, Any]) -> None:

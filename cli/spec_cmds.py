@@ -8,7 +8,7 @@ import typer
 from canopy.cli import views
 from canopy.cli.inputs import new_body, read_body
 from canopy.cli.options import JsonFlag
-from canopy.cli.render import emit, print_block
+from canopy.cli.render import emit, print_block, print_line
 from canopy.cli.store import open_store
 from canopy.ops import specs as ops
 
@@ -24,17 +24,43 @@ Workdir = Annotated[
 ]
 
 
+ListWorkdir = Annotated[
+    str | None, typer.Option("--workdir", help="Only specs tagged to this workdir.")
+]
+Status = Annotated[str | None, typer.Option(help="Only specs with this status.")]
+Standalone = Annotated[
+    bool, typer.Option("--standalone", help="Only standalone specs (bound to no graph).")
+]
+Contains = Annotated[
+    str | None, typer.Option("--contains", help="Only specs whose name contains this text.")
+]
+
+
 @app.command("list")
 def list_specs(
-    workdir: Annotated[
-        str | None, typer.Option("--workdir", help="Only specs tagged to this workdir.")
-    ] = None,
-    status: Annotated[str | None, typer.Option(help="Only specs with this status.")] = None,
+    workdir: ListWorkdir = None,
+    status: Status = None,
+    standalone: Standalone = False,
+    contains: Contains = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """List specs, optionally filtered by workdir tag and status."""
-    specs = ops.spec_list(open_store(), workdir=workdir, status=status)
+    """List specs, optionally filtered by workdir tag, status and name, or standalone only."""
+    specs = ops.spec_list(open_store(), workdir, status, standalone, contains, limit)
     emit(specs, as_json, lambda: views.show_spec_list(specs))
+
+
+@app.command("count")
+def count(
+    workdir: ListWorkdir = None,
+    status: Status = None,
+    standalone: Standalone = False,
+    contains: Contains = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Count the specs `spec list` lists with the same filters."""
+    result = ops.spec_count(open_store(), workdir, status, standalone, contains)
+    emit(result, as_json, lambda: print_line(str(result["count"])))
 
 
 @app.command("get")

@@ -20,6 +20,11 @@ def show_spec_list(specs: list[dict[str, Any]]) -> None:
     )
 
 
+def show_projects(projects: list[str]) -> None:
+    """The projects, one workdir a row."""
+    print_table("Projects", ["workdir"], [[project] for project in projects])
+
+
 def show_queues(queues: list[dict[str, Any]]) -> None:
     """Every queue with its counts."""
     print_table(
@@ -30,15 +35,24 @@ def show_queues(queues: list[dict[str, Any]]) -> None:
 
 
 def show_queue(listing: dict[str, Any]) -> None:
-    """One queue's members in order."""
-    print_table(
-        f"Queue {listing['name']} ({listing['id']})",
-        ["#", "spec", "name", "group", "status"],
-        [
-            [m["position"], m["spec_id"], m["name"], m["group"] or "", m["status"]]
-            for m in listing["members"]
-        ],
-    )
+    """One queue's members in order; once a run went over it, each member's outcome in
+    the latest run (blank while it has none: not reached, or under way) and that run."""
+    columns = ["#", "spec", "name", "group", "status"]
+    rows = [
+        [m["position"], m["spec_id"], m["name"], m["group"] or "", m["status"]]
+        for m in listing["members"]
+    ]
+    run = listing["latest_run"]
+    if run is not None:
+        columns.append("latest run")
+        for row, member in zip(rows, listing["members"], strict=True):
+            row.append(run["outcomes"].get(member["spec_id"]) or "")
+    print_table(f"Queue {listing['name']} ({listing['id']})", columns, rows)
+    if run is not None:
+        print_line(
+            f"latest run: {run['id']} of graph {run['graph']} ({run['status']}), "
+            f"started {run['started_at']}"
+        )
 
 
 def show_queue_list(result: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@
 import importlib.metadata
 import json
 import re
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -92,6 +93,7 @@ def test_backlog_and_queue_tour(home: Path) -> None:
     ok(run_canopy(home, "queue", "remove", queue, c))
     listing = ok(run_canopy(home, "queue", "list", queue[:9], "--json")).json()
     assert [m["spec_id"] for m in listing["members"]] == [b, a]
+    assert listing["latest_run"] is None  # no graph ran over it
     assert ok(run_canopy(home, "spec", "set-status", a, "skip", "--json")).json()["status"] == (
         "skipped"
     )
@@ -102,6 +104,36 @@ def test_backlog_and_queue_tour(home: Path) -> None:
     human = ok(run_canopy(home, "queue", "list", queue)).stdout
     assert "nightly" in human
     assert "beta" in human
+
+
+def test_project_list_and_standalone_specs_read_as_the_tui_shows_them(home: Path) -> None:
+    """The TUI's project picker and Backlog, from the CLI (issue 16: one set of
+    operations behind every front end)."""
+    a = create_spec(home, "alpha", "--workdir", "/w")
+    b = create_spec(home, "beta", "--workdir", "/v")
+    definition = json.dumps(example(specs=[a]))  # runs in /src/app; alpha is bound to it
+    ok(run_canopy(home, "graph", "create", "-f", "-", stdin=definition))
+    work = str(home.parent)
+    ok(run_canopy(home, "session", "new", "--platform", "claude", "--workdir", work))
+    listed = ok(run_canopy(home, "project", "list", "--json")).json()
+    assert listed == sorted(["/src/app", "/v", "/w", work])
+    assert "/src/app" in ok(run_canopy(home, "project", "list")).stdout
+    standalone = ok(run_canopy(home, "spec", "list", "--standalone", "--json")).json()
+    assert [s["id"] for s in standalone] == [b]
+    everything = ok(run_canopy(home, "spec", "list", "--json")).json()
+    assert [s["id"] for s in everything] == [a, b]
+
+
+def test_server_check_names_why_no_daemon_serves(home: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"
+    env = {"TEMPORAL_ADDRESS": address}
+    checked = ok(run_canopy(home, "server", "check", "--json", env=env)).json()
+    assert checked["serving"] is False
+    assert checked["problem"].startswith(f"cannot reach Temporal at {address}")
+    human = ok(run_canopy(home, "server", "check", env=env)).stdout
+    assert human == f"daemon down: {checked['problem']}\n"
 
 
 def test_spec_update_and_delete(home: Path, tmp_path: Path) -> None:
@@ -212,7 +244,15 @@ def test_shell_completion_completes_commands_and_a_lazy_commands_options(home: P
 
     assert complete("canopy que") == ["queue"]
     assert "set-status" in complete("canopy spec s")
-    assert complete("canopy spec list --") == ["--workdir", "--status", "--json", "--help"]
+    assert complete("canopy spec list --") == [
+        "--workdir",
+        "--status",
+        "--standalone",
+        "--contains",
+        "--limit",
+        "--json",
+        "--help",
+    ]
     assert "--install-completion" in ok(run_canopy(home, "--help")).stdout
 
 
@@ -346,6 +386,14 @@ def test_fast_lane_answers_exactly_like_the_full_cli(home: Path) -> None:
         ["spec", "list", "--json"],
         ["spec", "list", "--workdir=/w", "--status", "pending", "--json"],
         ["spec", "list", "--status", "done"],
+        ["spec", "list", "--standalone", "--json"],
+        ["spec", "list", "--standalone"],
+        ["spec", "list", "--contains", "ALP", "--limit=1", "--json"],
+        ["spec", "list", "--limit", "0"],
+        ["spec", "count", "--standalone", "--json"],
+        ["spec", "count", "--workdir", "/w", "--contains", "a"],
+        ["project", "list", "--json"],
+        ["project", "list"],
         ["spec", "get", a, "--json"],
         ["spec", "get", a[:8]],
         ["spec", "get", "spec-"],
@@ -362,6 +410,8 @@ def test_fast_lane_answers_exactly_like_the_full_cli(home: Path) -> None:
         ["session", "list", "--all"],
         ["session", "get", "open", "--json"],
         ["session", "get", "closed"],
+        ["session", "get", "open", "--transcript", "--json"],
+        ["session", "get", "open", "--transcript"],
         ["session", "get", "sess-"],
         ["session", "get", "nope"],
         ["graph", "list", "--json"],

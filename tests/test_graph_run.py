@@ -72,6 +72,8 @@ async def test_a_queue_drains_through_a_multi_node_graph(
     assert [s["status"] for s in specs.spec_list(store)] == ["completed"] * 3
     listing = queues.queue_list(store, queue)
     assert [m["spec_id"] for m in listing["members"]] == [a, b, c], "membership unchanged"
+    assert (listing["latest_run"]["id"], listing["latest_run"]["status"]) == (run_id, "completed")
+    assert listing["latest_run"]["outcomes"] == {spec: "completed" for spec in (a, b, c)}
     info = graphs.graph_get(store, graph)
     assert info["status"] == "completed"
     progress = info["queue_progress"]

@@ -44,6 +44,8 @@ TOOL_NAMES = [
     "graph_control",
     "session_list",
     "session",
+    "project",
+    "server",
 ]
 SHORT_SPEC_KEYS = ("id", "name", "status", "workdir", "created_at", "updated_at")
 BAD_BODY = "<summary>oops</summary><notes>x</notes>"
@@ -135,7 +137,9 @@ async def test_every_tool_has_a_description_and_a_typed_schema(
     for tool in tools:
         assert tool.description
         assert tool.annotations is not None
-        assert tool.annotations.read_only_hint == (tool.name in ("spec", "graph", "session_list"))
+        assert tool.annotations.read_only_hint == (
+            tool.name in ("spec", "graph", "session_list", "project", "server")
+        )
         for action in verbs[tool.name]:
             assert f"- {action}(" in tool.description
         schema = tool.input_schema
@@ -183,6 +187,12 @@ async def test_answers_and_refusals_are_the_clis(
 
         pairs = [
             pair("spec list", "spec", action="list"),
+            pair("spec list --standalone", "spec", action="list", standalone=True),
+            pair("spec list --contains a --limit 2", "spec", action="list", contains="a",
+                 limit=2),
+            pair("spec count --standalone", "spec", action="count", standalone=True),
+            pair("project list", "project", action="list"),
+            pair("server check", "server", action="check"),
             pair(f"spec list --workdir {workdir} --status pending", "spec", action="list",
                  workdir=workdir, status="pending"),
             pair(f"spec get {a[5:9]}", "spec", action="get", spec_id=a[5:9]),
@@ -256,7 +266,7 @@ async def test_answers_and_refusals_are_the_clis(
                 assert result.is_error, args
                 assert err == f"error: {text_of(result)}\n", args
                 refusals += 1
-        assert refusals == len(pairs) - 9
+        assert refusals == len(pairs) - 14
 
 
 async def test_session_tools_answer_and_refuse_as_the_cli(
@@ -274,6 +284,8 @@ async def test_session_tools_answer_and_refuse_as_the_cli(
             pair("session list", "session_list", action="list"),
             pair("session list --all", "session_list", action="list", include_finished=True),
             pair("session get pair", "session", action="get", session_id="pair"),
+            pair("session get pair --transcript", "session", action="get", session_id="pair",
+                 transcript=True),
             pair("session recall", "session", action="recall"),
             pair("notifications", "session", action="notifications"),
             pair("notifications --limit 0", "session", action="notifications", limit=0),
@@ -306,7 +318,7 @@ async def test_session_tools_answer_and_refuse_as_the_cli(
 
 
 async def test_session_send_is_delivered_by_the_daemon(
-    serving: TemporalClient, home_store: Store, repo: Path, mode: str
+    serving: TemporalClient, home_store: Store, repo: Path, mode: str, cli: Cli
 ) -> None:
     from canopy.ops.session_wake import wait_for_delivery
 
@@ -323,6 +335,15 @@ async def test_session_send_is_delivered_by_the_daemon(
         assert read == delivered and read["delivery"]["reply"] == "fake agent done"
         listed = await ok(client, "session_list", action="list")
         assert listed["sessions"][0]["harness_conversation_id"] is not None
+        got = await ok(client, "session", action="get", session_id="pair", transcript=True)
+        assert [(t["prompt"], t["reply"]) for t in got["turns"]] == [("hello", "fake agent done")]
+        assert await ok(client, "server", action="check") == {"serving": True, "problem": None}
+        for args, tool, arguments in (
+            pair("session get pair --transcript", "session", action="get", session_id="pair",
+                 transcript=True),
+            pair("server check", "server", action="check"),
+        ):  # fmt: skip
+            assert await answer(client, tool, **arguments) == await cli.json_line(*args), args
 
 
 # --------------------------------------------------------------------------- every action
@@ -382,7 +403,12 @@ async def test_queue_actions_keep_groups_together(cli: Cli, mode: str) -> None:
             for n in ("login", "changelog", "logout")
         ]
         created = await ok(client, "queue", action="create", name="nightly")
-        assert created == {"id": created["id"], "name": "nightly", "members": []}
+        assert created == {
+            "id": created["id"],
+            "name": "nightly",
+            "members": [],
+            "latest_run": None,
+        }
 
         def order(queue: dict[str, Any]) -> list[tuple[str, str | None]]:
             return [(m["spec_id"], m["group"]) for m in queue["members"]]
@@ -459,7 +485,7 @@ async def test_graph_edit_actions_create_update_with_hooks_and_delete(
 
 
 ARGUMENT_ERRORS: list[tuple[str, dict[str, Any], str]] = [
-    ("spec", {"action": "fetch"}, "spec: unknown action 'fetch'; one of list, get, section"),
+    ("spec", {"action": "fetch"}, "spec: unknown action 'fetch'; one of list, count, get, section"),
     ("spec", {}, "spec: missing argument action"),
     ("spec", {"action": "get"}, "spec: action 'get' needs spec_id"),
     ("spec", {"action": "section"}, "spec: action 'section' needs spec_id, section"),
@@ -474,7 +500,8 @@ ARGUMENT_ERRORS: list[tuple[str, dict[str, Any], str]] = [
      'queue: argument order must be an array, not a string ("[\\"a\\"]")'),
     ("queue", {"action": "reorder", "queue_id": "q", "order": ["a", 1]},
      "queue: argument order.1: Input should be a valid string"),
-    ("spec", {"action": None}, "spec: argument action must be one of list, get, section, not null"),
+    ("spec", {"action": None},
+     "spec: argument action must be one of list, count, get, section, not null"),
     ("spec", {"action": "list", "status": 3},
      "spec: argument status must be one of pending, in_progress, completed, failed, skipped, "
      "not an integer (3)"),
@@ -745,6 +772,9 @@ def test_raw_results_carry_structured_content_matching_the_output_schema(
         ("session_list", {"action": "list", "include_finished": True}),
         ("session", {"action": "notifications", "limit": 2.0}),  # an integer, as JSON counts
         ("graph", {"action": "usage", "since": "24h"}),
+        ("spec", {"action": "list", "standalone": True}),
+        ("project", {"action": "list"}),
+        ("server", {"action": "check"}),
     ):
         result = raw.call(tool, **arguments)["result"]
         assert result["isError"] is False, result
@@ -767,7 +797,7 @@ def test_raw_arguments_of_the_wrong_type_are_refused_not_coerced(raw: RawClient)
         ("session", {"action": "notifications", "limit": True},
          "session: argument limit must be an integer, not a boolean (true)"),
         ("spec", {"action": None},
-         "spec: argument action must be one of list, get, section, not null"),
+         "spec: argument action must be one of list, count, get, section, not null"),
         ("queue", {"action": "reorder", "queue_id": "q", "order": '["a"]'},
          'queue: argument order must be an array, not a string ("[\\"a\\"]")'),
     ):  # fmt: skip

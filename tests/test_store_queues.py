@@ -3,11 +3,12 @@
 import pytest
 
 from canopy.errors import Refused
-from canopy.ops import queues, specs
+from canopy.ops import graphs, queues, specs
 from canopy.store.engine import Store
 from canopy.store.models import Queue
 from canopy.timefmt import utcnow
 from tests.conftest import body, snapshot
+from tests.test_graphs import example, insert_run, insert_run_specs
 
 pytestmark = pytest.mark.store
 
@@ -196,3 +197,33 @@ def test_overlong_names_and_groups_are_refused(store: Store, field: str, limit: 
             queues.queue_create(store, "x" * (limit + 1))
         else:
             queues.queue_add_spec(store, queue, spec, group="g" * (limit + 1))
+
+
+def test_list_of_one_queue_gives_its_latest_runs_outcomes(store: Store) -> None:
+    """The queue page's "outcome of the latest run" (issue 16): the run started last over
+    the queue, whichever graph ran it, and each spec's latest passage in it."""
+    a, b, c = new_specs(store, 3)
+    queue = queues.queue_create(store, "nightly")["id"]
+    for spec in (a, b, c):
+        queues.queue_add_spec(store, queue, spec)
+    assert queues.queue_list(store, queue)["latest_run"] is None
+    first = graphs.graph_create(store, example(name="first"))["id"]
+    second = graphs.graph_create(store, example(name="second"))["id"]
+    older = insert_run(store, first, 1, "completed", queue_id=queue)
+    insert_run_specs(store, older, [(a, None, "completed"), (b, None, "completed")])
+    latest = insert_run(store, second, 2, "running", queue_id=queue)
+    insert_run_specs(store, latest, [(a, None, "limit_blocked"), (b, None, "failed")])
+    insert_run_specs(store, latest, [(a, None, None)])  # a again, under way
+    insert_run(store, first, 3, "completed")  # over bound specs: not this queue's
+
+    run = queues.queue_list(store, queue)["latest_run"]
+    assert {k: run[k] for k in ("id", "graph_id", "graph", "number", "status")} == {
+        "id": latest,
+        "graph_id": second,
+        "graph": "second",
+        "number": 2,
+        "status": "running",
+    }
+    assert run["outcomes"] == {a: None, b: "failed"}  # c not reached
+    assert run["started_at"].endswith("Z") and run["ended_at"] is None
+    assert queues.queue_add_spec(store, queue, new_specs(store, 1)[0])["latest_run"] == run

@@ -89,6 +89,29 @@ def test_list_keeps_only_standalone_specs_when_asked(store: Store) -> None:
     assert len(specs.spec_list(store, workdir="/w/one")) == 2
 
 
+def test_a_listing_reads_only_what_is_shown_and_counts_the_rest(store: Store) -> None:
+    """The TUI's Backlog reads its first rows and a count (issue 16: first paint with
+    10,000 specs), filtered by name as ``/`` filters the other lists."""
+    names = ["Login page", "logout BUTTON", "50% off", "snake_case", "Changelog"]
+    ids = [specs.spec_create(store, name, body(), workdir="/w")["id"] for name in names]
+    bind_to_graph(store, ids[4])
+    assert [s["id"] for s in specs.spec_list(store, standalone=True, limit=2)] == ids[:2]
+    assert specs.spec_count(store, standalone=True) == {"count": 4}
+    assert specs.spec_count(store, workdir="/w", status="pending") == {"count": 5}
+    assert [s["name"] for s in specs.spec_list(store, contains="LOG")] == [
+        "Login page",
+        "logout BUTTON",
+        "Changelog",
+    ]
+    assert specs.spec_count(store, standalone=True, contains="log") == {"count": 2}
+    assert [s["id"] for s in specs.spec_list(store, contains="%")] == [ids[2]]  # literally
+    assert [s["id"] for s in specs.spec_list(store, contains="e_c")] == [ids[3]]
+    assert specs.spec_count(store, contains="e%c") == {"count": 0}
+    for wrong in (0, 10**10):
+        with pytest.raises(Refused, match=r"^limit: "):
+            specs.spec_list(store, limit=wrong)
+
+
 def test_projects_are_the_distinct_workdirs_and_a_path_lies_in_the_deepest(store: Store) -> None:
     specs.spec_create(store, "a", body(), workdir="/w/one")
     specs.spec_create(store, "b", body(), workdir="/w/one")

@@ -20,7 +20,7 @@ from textual.widgets import Input, OptionList, Select
 from canopy.ops import queues, sessions, specs
 from canopy.sessions.transcripts import read_turns
 from canopy.store.engine import Store
-from canopy.tui.app import ALL, CanopyApp
+from canopy.tui.app import ALL, SECTIONS, CanopyApp
 from canopy.tui.rows import BLOCKED
 from canopy.tui.screens import HelpScreen
 from canopy.tui.sections import Section
@@ -113,7 +113,7 @@ async def test_a_graph_paused_by_the_dirty_tree_guard_is_flagged_until_continue(
     repo = git_repo(tmp_path / "repo")
     calm = make_graph(store, repo, [{"name": "work", "command": "true"}], name="calm")
     a, b = spec_in(store, "alpha", repo), spec_in(store, "beta", repo)
-    make_queue(store, [a, b], name="nightly")
+    queue = make_queue(store, [a, b], name="nightly")
     dirty_after_a = {"name": "work", "command": f"test {{{{spec_id}}}} != {a} || echo x > x.txt"}
     graph = make_graph(store, repo, [dirty_after_a], name="build")
 
@@ -138,6 +138,13 @@ async def test_a_graph_paused_by_the_dirty_tree_guard_is_flagged_until_continue(
         await eventually(lambda: specs.spec_get(store, b)["status"] == "completed", "beta")
         await eventually(lambda: graph_lines(app)[graph].endswith("completed"), "the settle")
 
+        await highlight(pilot, app, "queues", queue)  # the outcome of its latest run
+        latest = "Latest run: **completed** · graph **build** run 1"
+        await eventually(lambda: app.page and latest in app.page.markdown, "the queue page")
+        assert app.page is not None
+        assert "| 1 | alpha | - | completed | completed |" in app.page.markdown
+        assert "| 2 | beta | - | completed | completed |" in app.page.markdown
+
 
 async def highlight(pilot: Pilot[None], app: CanopyApp, name: str, item: str) -> None:
     """Focus a sidebar section and move to ``item`` with the arrow keys."""
@@ -145,7 +152,7 @@ async def highlight(pilot: Pilot[None], app: CanopyApp, name: str, item: str) ->
     listed.focus()
     while listed.highlighted_option is None or listed.highlighted_option.id != item:
         await pilot.press("down")
-    await eventually(lambda: app.selected == ("graph", item), f"{item} selected")
+    await eventually(lambda: app.selected == (SECTIONS[name], item), f"{item} selected")
 
 
 async def pick(pilot: Pilot[None], app: CanopyApp, label: str) -> None:

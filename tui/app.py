@@ -11,25 +11,30 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Header, Input, Label, Markdown, OptionList, Select
+from textual.widgets import Footer, Header, Input, Label, OptionList, Select, Static
 
 from canopy.errors import Refused, unexpected_error_line
 from canopy.ops import queues, specs
-from canopy.store.engine import Store, open_store
+from canopy.store import direct
 from canopy.tui import reads
 from canopy.tui.editor import NEW_SPEC_BODY, edit
-from canopy.tui.rows import Row
+from canopy.tui.rows import Listing
 from canopy.tui.screens import AskScreen, ConfirmScreen, HelpScreen, PickScreen
 from canopy.tui.sections import Section
 from canopy.workdir import normalize_workdir
+
+if TYPE_CHECKING:
+    from canopy.store.engine import Store
+    from canopy.store.queries import Rows
 
 REFRESH_SECONDS = 1.0
 DAEMON_CHECK_SECONDS = 5.0
@@ -125,7 +130,7 @@ class CanopyApp(App[None]):
                     yield Section(id=section_id)
             with Vertical(id="main"):
                 with VerticalScroll(id="page-scroll"):
-                    yield Markdown("Select a spec, queue, graph or session.", id="page")
+                    yield Static("Select a spec, queue, graph or session.", id="page-hint")
                 yield Input(placeholder="message to this session (enter sends)", id="prompt")
         yield Footer()
 
@@ -160,10 +165,20 @@ class CanopyApp(App[None]):
 
     def store(self) -> Store:
         """The store the CLI would open (``CANOPY_HOME`` / ``CANOPY_DB_URL``), opened on
-        first use, on a worker thread."""
+        first use, on a worker thread. SQLAlchemy loads then, after the first paint."""
         if self._store is None:
+            from canopy.store.engine import open_store
+
             self._store = open_store()
         return self._store
+
+    @contextmanager
+    def portable(self) -> Iterator[Store | Rows]:
+        """Where the operations in portable SQL read: on SQLite a runner on its own
+        ``sqlite3`` connection, in one transaction (as the CLI's fast lane reads), else
+        the store (Postgres, or a store that must first be created or migrated)."""
+        with direct.transaction() as rows:
+            yield self.store() if rows is None else rows
 
     def refresh_view(self) -> None:
         """Re-read what is shown, each part unless it is still being read. At start the
@@ -172,12 +187,12 @@ class CanopyApp(App[None]):
         hold up the first paint."""
         if "backlog" not in self.busy:
             self.busy.add("backlog")
-            self.read_backlog(self.project, not self.started)
+            self.read_backlog(self.project, self.filter_text, not self.started)
         if not self.started:
             return
         if "activity" not in self.busy:
             self.busy.add("activity")
-            self.read_activity(self.project, self.finished_sessions)
+            self.read_activity(self.project, self.filter_text, self.finished_sessions)
         if self.selected is not None and "page" not in self.busy:
             self.busy.add("page")
             self.read_page(*self.selected)
@@ -189,27 +204,26 @@ class CanopyApp(App[None]):
         self.refresh_view()
 
     @work(thread=True, group="backlog")
-    def read_backlog(self, project: str | None, first: bool) -> None:
-        """Read the project picker's choices, the Backlog and the queues; the first read
-        also chooses the project to start on."""
+    def read_backlog(self, project: str | None, text: str, first: bool) -> None:
+        """Read the project picker's choices, the Backlog and the queues, filtered by
+        ``text``; the first read also chooses the project to start on."""
         try:
-            store = self.store()
-            if first:
-                project = reads.start_project(store, self.start_workdir, self.cwd)
-            self.call_from_thread(
-                self.show_sidebar, project, reads.read_backlog(store, project), first
-            )
+            with self.portable() as source:
+                if first:
+                    project = reads.start_project(source, self.start_workdir, self.cwd)
+                sidebar = reads.read_backlog(source, project, text)
+            self.call_from_thread(self.show_sidebar, project, text, sidebar, first)
         except Exception as error:
             self.call_from_thread(self.show_read_error, error)
         finally:
             self.call_from_thread(self.done_reading, "backlog")
 
     @work(thread=True, group="activity")
-    def read_activity(self, project: str | None, finished: bool) -> None:
-        """Read the graphs and sessions of the project."""
+    def read_activity(self, project: str | None, text: str, finished: bool) -> None:
+        """Read the graphs and sessions of the project, filtered by ``text``."""
         try:
-            activity = reads.read_activity(self.store(), project, finished)
-            self.call_from_thread(self.show_sidebar, project, activity, False)
+            activity = reads.read_activity(self.store(), project, finished, text)
+            self.call_from_thread(self.show_sidebar, project, text, activity, False)
         except Exception as error:
             self.call_from_thread(self.show_read_error, error)
         finally:
@@ -219,7 +233,11 @@ class CanopyApp(App[None]):
     def read_page(self, kind: reads.Kind, item_id: str) -> None:
         """Read the page of the selected item."""
         try:
-            page = reads.read_page(self.store(), kind, item_id)
+            if kind in reads.PORTABLE_PAGES:
+                with self.portable() as source:
+                    page = reads.read_page(source, kind, item_id)
+            else:
+                page = reads.read_page(self.store(), kind, item_id)
             self.call_from_thread(self.show_page, page)
         except Exception as error:
             self.call_from_thread(self.show_read_error, error)
@@ -236,27 +254,27 @@ class CanopyApp(App[None]):
         line = str(error) if isinstance(error, Refused) else unexpected_error_line(error)
         self.notify(line, severity="error", timeout=3)
 
-    def show_sidebar(self, project: str | None, sidebar: reads.Sidebar, first: bool) -> None:
-        """Show a sidebar read, unless the project changed since it was asked for. The
-        first read also chose the project to start on, unless one was picked meanwhile."""
+    def show_sidebar(
+        self, project: str | None, text: str, sidebar: reads.Sidebar, first: bool
+    ) -> None:
+        """Show a sidebar read, unless the project or the filter ``text`` changed since it
+        was asked for. The first read also chose the project to start on, unless one was
+        picked meanwhile."""
         adopt = first and not self.started
         if adopt:
             self.started, self.project = True, project
             self.call_after_refresh(self.refresh_view)  # graphs and sessions, once painted
             self.call_after_refresh(self.check_daemon)
-        elif project != self.project:
+        elif project != self.project or text != self.filter_text:
             return
         if sidebar.projects is not None:
             self._show_projects(sidebar.projects, adopt)
         for section_id in SECTIONS:
-            rows: list[Row] | None = getattr(sidebar, section_id)
-            if rows is None:
+            listing: Listing | None = getattr(sidebar, section_id)
+            if listing is None:
                 continue
-            if self.filter_text:
-                rows = [r for r in rows if self.filter_text in r[1].plain.lower()]
-            section = self.query_one(f"#{section_id}", Section)
-            section.show(rows)
-            label = f"{HEADINGS[section_id]} ({len(rows)})"
+            self.query_one(f"#{section_id}", Section).show(listing)
+            label = f"{HEADINGS[section_id]} ({listing.total})"
             heading = self.query_one(f"#{section_id}-heading", Label)
             if str(heading.content) != label:
                 heading.update(label)
@@ -277,11 +295,19 @@ class CanopyApp(App[None]):
 
     def show_page(self, page: reads.Page) -> None:
         """Show a page read, if its item is still the selected one and it changed (the
-        markdown renders in the background)."""
+        markdown renders in the background). The first page makes the Markdown widget:
+        importing it loads markdown-it, which the first paint does not wait for."""
         if self.selected != (page.kind, page.item_id) or self.page == page:
             return
         self.page = page
-        self.query_one("#page", Markdown).update(page.markdown)
+        from textual.widgets import Markdown
+
+        shown = self.query("#page")
+        if shown:
+            shown.first(Markdown).update(page.markdown)
+            return
+        self.query_one("#page-hint").remove()
+        self.query_one("#page-scroll").mount(Markdown(page.markdown, id="page"))
 
     # ----------------------------------------------------------------- selection
 
@@ -462,7 +488,8 @@ class CanopyApp(App[None]):
     def read_spec_body(self, spec: str) -> None:
         """Read the spec's body, then open the editor on it."""
         try:
-            body = specs.spec_get(self.store(), spec)["body"]
+            with self.portable() as source:
+                body = specs.spec_get(source, spec)["body"]
         except Exception as error:
             self.call_from_thread(self.show_read_error, error)
             return
@@ -524,9 +551,9 @@ class CanopyApp(App[None]):
         """Read the queue's members (and, to add, the project's Backlog), then open the
         dialog for ``verb``."""
         try:
-            store = self.store()
-            listing = queues.queue_list(store, queue)
-            backlog = specs.spec_list(store, workdir=project, standalone=True)
+            with self.portable() as source:
+                listing = queues.queue_list(source, queue)
+                backlog = specs.spec_list(source, workdir=project, standalone=True)
         except Exception as error:
             self.call_from_thread(self.show_read_error, error)
             return

@@ -59,10 +59,25 @@ def spec_page(spec: dict[str, Any]) -> str:
 
 
 def queue_page(queue: dict[str, Any]) -> str:
-    """A queue: its members in order, with groups and spec status."""
-    rows = [(m["position"], m["name"], m["group"], m["status"]) for m in queue["members"]]
-    members = _table(("#", "spec", "group", "status"), rows) if rows else "(empty)"
-    return f"# {queue['name']}\n\n`{queue['id']}`\n\n{members}"
+    """A queue: its members in order, with groups, spec status and the outcome of the
+    latest run over the queue (a dash while none: not reached, or under way)."""
+    run = queue["latest_run"]
+    outcomes: dict[str, str | None] = {} if run is None else run["outcomes"]
+    rows = [
+        (m["position"], m["name"], m["group"], m["status"], outcomes.get(m["spec_id"]))
+        for m in queue["members"]
+    ]
+    columns = ("#", "spec", "group", "status", "latest run")
+    members = _table(columns, rows) if rows else "(empty)"
+    if run is None:
+        latest = "Latest run: none yet."
+    else:
+        ended = f", ended {run['ended_at']}" if run["ended_at"] else ""
+        latest = (
+            f"Latest run: **{run['status']}** · graph **{run['graph']}** run {run['number']} "
+            f"(`{run['id']}`) · started {run['started_at']}{ended}"
+        )
+    return f"# {queue['name']}\n\n`{queue['id']}`\n\n{latest}\n\n{members}"
 
 
 def _elapsed(since: str | None, now: datetime) -> str:

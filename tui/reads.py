@@ -2,8 +2,11 @@
 
 Every read is an operation's (the ones ``canopy spec list``, ``queue list``,
 ``graph list``, ``graph info`` and ``session list`` run); the screen only shows them.
-The graph and session operations load pydantic, the graph model and the platforms, so
-they are imported by the reads that use them: the Backlog is drawn before they load.
+The graph and session operations load SQLAlchemy, pydantic, the graph model and the
+platforms, so they are imported by the reads that use them: the Backlog is drawn before
+they load. The Backlog's operations are in portable SQL: on SQLite the app hands them a
+runner on the stdlib ``sqlite3`` module (:mod:`canopy.store.direct`), as the CLI's fast
+lane does, so the first paint does not wait for SQLAlchemy either.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from canopy.ops import projects, queues, specs
+from canopy.ops.transcripts import session_transcript
 from canopy.temporal import devserver
 from canopy.timefmt import utcnow
 from canopy.tui import panes, rows
@@ -19,6 +23,7 @@ from canopy.workdir import normalize_workdir
 
 if TYPE_CHECKING:
     from canopy.store.engine import Store
+    from canopy.store.queries import Rows
 
 Kind = Literal["spec", "queue", "graph", "session"]
 
@@ -29,10 +34,10 @@ class Sidebar:
     some of them (``None``: not part of this read)."""
 
     projects: list[str] | None = None
-    backlog: list[rows.Row] | None = None
-    queues: list[rows.Row] | None = None
-    graphs: list[rows.Row] | None = None
-    sessions: list[rows.Row] | None = None
+    backlog: rows.Listing | None = None
+    queues: rows.Listing | None = None
+    graphs: rows.Listing | None = None
+    sessions: rows.Listing | None = None
 
 
 @dataclass(frozen=True)
@@ -46,54 +51,70 @@ class Page:
     nodes: tuple[str, ...] = ()
 
 
-def start_project(store: Store, workdir: str | None, cwd: str) -> str | None:
+def start_project(source: Store | Rows, workdir: str | None, cwd: str) -> str | None:
     """The project to start on: ``--workdir`` when given, else the one ``cwd`` lies in,
     else ``None`` (all projects)."""
     if workdir is not None:
         return normalize_workdir(workdir)
-    return projects.project_of(projects.project_list(store), cwd)
+    return projects.project_of(projects.project_list(source), cwd)
 
 
-def read_backlog(store: Store, project: str | None) -> Sidebar:
-    """The project picker's choices, the standalone specs of ``project`` (a workdir, or
-    ``None`` for all) and every queue."""
+def read_backlog(source: Store | Rows, project: str | None, text: str = "") -> Sidebar:
+    """The project picker's choices (``project list``), the standalone specs of
+    ``project`` (a workdir, or ``None`` for all) and every queue, the lists filtered by
+    ``text``. Of the Backlog, only the rows shown are read, and the count: ``spec list
+    --standalone --limit`` and ``spec count``, so 10,000 specs cost what 500 do."""
+    contains = text or None
+    shown = specs.spec_list(source, project, None, True, contains, rows.SHOWN_ROWS)
+    total = specs.spec_count(source, project, None, True, contains)["count"]
     return Sidebar(
-        projects=projects.project_list(store),
-        backlog=rows.spec_rows(specs.spec_list(store, workdir=project, standalone=True)),
-        queues=rows.queue_rows(queues.queue_list(store)["queues"]),
+        projects=projects.project_list(source),
+        backlog=rows.Listing([rows.spec_row(spec) for spec in shown], total),
+        queues=rows.listing(queues.queue_list(source)["queues"], rows.queue_row, text),
     )
 
 
-def read_activity(store: Store, project: str | None, finished_sessions: bool) -> Sidebar:
-    """The graphs and sessions of ``project`` (live sessions, or all when asked)."""
+def read_activity(store: Store, project: str | None, finished: bool, text: str = "") -> Sidebar:
+    """The graphs and sessions of ``project`` (live sessions, or all when asked),
+    filtered by ``text``."""
     from canopy.ops import graphs, sessions
 
     def in_project(workdir: str | None) -> bool:
         return project is None or workdir == project
 
     graph_list = [g for g in graphs.graph_list(store) if in_project(g["workdir"])]
-    session_list = sessions.session_list(store, finished_sessions)["sessions"]
+    session_list = sessions.session_list(store, finished)["sessions"]
+    now = utcnow()
     return Sidebar(
-        graphs=rows.graph_rows(graph_list, utcnow()),
-        sessions=rows.session_rows([s for s in session_list if in_project(s["workdir"])]),
+        graphs=rows.listing(rows.blocked_first(graph_list), lambda g: rows.graph_row(g, now), text),
+        sessions=rows.listing(
+            [s for s in session_list if in_project(s["workdir"])], rows.session_row, text
+        ),
     )
 
 
-def read_page(store: Store, kind: Kind, item_id: str) -> Page:
-    """The page for one item, read as ``spec get``, ``queue list Q``, ``graph info`` (with
-    its consistency check against Temporal) or ``session get`` with its transcript."""
-    if kind == "spec":
-        return Page(kind, item_id, panes.spec_page(specs.spec_get(store, item_id)))
-    if kind == "queue":
-        return Page(kind, item_id, panes.queue_page(queues.queue_list(store, item_id)))
-    from canopy.ops import graphs, sessions
+PORTABLE_PAGES: frozenset[Kind] = frozenset({"spec", "queue", "session"})
+"""The pages read by operations in portable SQL, which a ``sqlite3`` runner can serve."""
 
-    if kind == "graph":
-        info = graphs.graph_info(store, item_id)
-        ui_url = devserver.status()["ui_url"]
-        page = panes.graph_page(info, utcnow(), ui_url)
-        return Page(kind, item_id, page, tuple(node.name for node in info.nodes))
-    return Page(kind, item_id, panes.session_page(sessions.session_transcript(store, item_id)))
+
+def read_page(source: Store | Rows, kind: Kind, item_id: str) -> Page:
+    """The page for one item, read as ``spec get``, ``queue list Q``, ``session get
+    --transcript`` or ``graph info`` (with its consistency check against Temporal). Only
+    the kinds in :data:`PORTABLE_PAGES` may be read from a runner."""
+    if kind == "spec":
+        return Page(kind, item_id, panes.spec_page(specs.spec_get(source, item_id)))
+    if kind == "queue":
+        return Page(kind, item_id, panes.queue_page(queues.queue_list(source, item_id)))
+    if kind == "session":
+        return Page(kind, item_id, panes.session_page(session_transcript(source, item_id)))
+    from canopy.ops import graphs
+    from canopy.store.engine import Store
+
+    assert isinstance(source, Store)  # graph info is not a portable-SQL operation
+    info = graphs.graph_info(source, item_id)
+    ui_url = devserver.status()["ui_url"]
+    page = panes.graph_page(info, utcnow(), ui_url)
+    return Page(kind, item_id, page, tuple(node.name for node in info.nodes))
 
 
 @dataclass(frozen=True)
@@ -149,9 +170,10 @@ def read_session_choices(store: Store, workdir: str) -> list[SessionChoice]:
 
 
 def read_daemon() -> str | None:
-    """Why no daemon serves now (one line), or ``None`` when one does."""
+    """Why no daemon serves now (one line), or ``None`` when one does (``server check``)."""
     import asyncio
 
     from canopy.ops import control
 
-    return asyncio.run(control.daemon_problem())
+    problem: str | None = asyncio.run(control.daemon_check())["problem"]
+    return problem

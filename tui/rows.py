@@ -7,6 +7,8 @@ of a usage-limit wait).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +16,11 @@ from rich.text import Text
 
 Row = tuple[str, Text]
 """An option's id (the spec, queue, graph or session id) and the line shown for it."""
+
+SHOWN_ROWS = 500
+"""At most this many rows per section; a last line says how many more there are. Textual
+measures every option of a list when it is set, so 10,000 rows would take a second to
+show, and nobody scrolls through them: ``/`` filters instead."""
 
 BLOCKED = "⚠ BLOCKED"
 STATUS_MARKS = {
@@ -51,44 +58,59 @@ def _status(status: str) -> Text:
     return Text(f"{mark} ", style=style)
 
 
-def spec_rows(specs: list[dict[str, Any]]) -> list[Row]:
-    """Backlog rows: status mark and name."""
-    return [(s["id"], _status(s["status"]) + Text(s["name"])) for s in specs]
+@dataclass(frozen=True)
+class Listing:
+    """What one sidebar section shows: the rows of the first :data:`SHOWN_ROWS` items
+    that match the filter, and how many matched in all (the heading's count)."""
+
+    rows: list[Row]
+    total: int
 
 
-def queue_rows(queues: list[dict[str, Any]]) -> list[Row]:
-    """Queue rows: name and pending / total members."""
-    return [
-        (q["id"], Text(q["name"]) + Text(f" · {q['pending']}/{q['members']}", style="dim"))
-        for q in queues
-    ]
+def listing(
+    items: list[dict[str, Any]], row: Callable[[dict[str, Any]], Row], text: str = ""
+) -> Listing:
+    """The items whose name contains ``text`` (already lower-case, as ``spec list
+    --contains`` matches the Backlog's), as rows; only the rows shown are built."""
+    matched = [item for item in items if text in item["name"].lower()] if text else items
+    return Listing([row(item) for item in matched[:SHOWN_ROWS]], len(matched))
 
 
-def graph_rows(graphs: list[dict[str, Any]], now: datetime) -> list[Row]:
-    """Graph rows, blocked ones first (otherwise in the store's order): a blocked graph
-    in red with its flag, the others with their status; a usage-limit wait with the time
-    left."""
-    rows = []
-    for graph in sorted(graphs, key=lambda g: not is_blocked(g)):
-        if is_blocked(graph):
-            line = Text(f"{BLOCKED} ", style="bold red") + Text(graph["name"], style="bold red")
-        else:
-            line = _status(graph["status"]) + Text(graph["name"])
-            line.append(f" · {graph['status']}", style="dim")
-        left = countdown(graph["scheduled_resume_at"], now)
-        if left is not None:
-            line.append(f" · ⏳ {left}", style="magenta")
-        rows.append((graph["id"], line))
-    return rows
+def spec_row(spec: dict[str, Any]) -> Row:
+    """A Backlog row: status mark and name."""
+    return spec["id"], _status(spec["status"]) + Text(spec["name"])
 
 
-def session_rows(sessions: list[dict[str, Any]]) -> list[Row]:
-    """Session rows: status mark, name, platform and messages still to deliver."""
-    rows = []
-    for session in sessions:
-        line = _status(session["status"]) + Text(session["name"])
-        line.append(f" · {session['platform']}", style="dim")
-        if session["queued_messages"]:
-            line.append(f" · ✉ {session['queued_messages']}", style="yellow")
-        rows.append((session["id"], line))
-    return rows
+def queue_row(queue: dict[str, Any]) -> Row:
+    """A queue row: name and pending / total members."""
+    return queue["id"], Text(queue["name"]) + Text(
+        f" · {queue['pending']}/{queue['members']}", style="dim"
+    )
+
+
+def blocked_first(graphs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Graphs with the blocked ones first, otherwise in the store's order."""
+    return sorted(graphs, key=lambda g: not is_blocked(g))
+
+
+def graph_row(graph: dict[str, Any], now: datetime) -> Row:
+    """A graph row: a blocked graph in red with its flag, the others with their status;
+    a usage-limit wait with the time left."""
+    if is_blocked(graph):
+        line = Text(f"{BLOCKED} ", style="bold red") + Text(graph["name"], style="bold red")
+    else:
+        line = _status(graph["status"]) + Text(graph["name"])
+        line.append(f" · {graph['status']}", style="dim")
+    left = countdown(graph["scheduled_resume_at"], now)
+    if left is not None:
+        line.append(f" · ⏳ {left}", style="magenta")
+    return graph["id"], line
+
+
+def session_row(session: dict[str, Any]) -> Row:
+    """A session row: status mark, name, platform and messages still to deliver."""
+    line = _status(session["status"]) + Text(session["name"])
+    line.append(f" · {session['platform']}", style="dim")
+    if session["queued_messages"]:
+        line.append(f" · ✉ {session['queued_messages']}", style="yellow")
+    return session["id"], line

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label, Markdown, OptionList
+from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 DIALOG_CSS = """
@@ -83,6 +83,8 @@ class HelpScreen(ModalScreen[None]):
         self.keys = keys
 
     def compose(self) -> ComposeResult:
+        from textual.widgets import Markdown  # loads markdown-it: not before the first paint
+
         rows = "\n".join(f"| `{key}` | {what} |" for key, what in self.keys)
         with Vertical():
             yield Markdown(f"## Keys\n\n| key | does |\n|---|---|\n{rows}")

@@ -6,12 +6,7 @@ from rich.text import Text
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from canopy.tui.rows import Row
-
-SHOWN_ROWS = 500
-"""At most this many rows per section; a last line says how many more there are. Textual
-measures every option of a list when it is set, so 10,000 rows would take a second to
-show, and nobody scrolls through them: ``/`` filters instead."""
+from canopy.tui.rows import Listing, Row
 
 
 class Section(OptionList):
@@ -27,9 +22,9 @@ class Section(OptionList):
         self.shown: list[Row] = []
         self.hidden = 0
 
-    def show(self, rows: list[Row]) -> None:
-        """Make the list show ``rows`` (the first :data:`SHOWN_ROWS` of them)."""
-        new_rows, hidden = rows[:SHOWN_ROWS], max(0, len(rows) - SHOWN_ROWS)
+    def show(self, listing: Listing) -> None:
+        """Make the list show the rows of ``listing`` and how many more it left out."""
+        new_rows, hidden = listing.rows, listing.total - len(listing.rows)
         if [i for i, _ in new_rows] == [i for i, _ in self.shown] and hidden == self.hidden:
             for index, ((_, old), (_, new)) in enumerate(zip(self.shown, new_rows, strict=True)):
                 if old != new:

@@ -485,12 +485,18 @@ async def recently_polled(
     return any(p.last_access_time.ToDatetime(tzinfo=UTC) > horizon for p in response.pollers)
 
 
-async def daemon_problem() -> str | None:
-    """Why no daemon would act on a run or a message now, in one line (Temporal cannot be
-    reached, or no worker polls the main task queue), or ``None`` when one serves.
+async def daemon_check() -> dict[str, Any]:
+    """Whether a daemon would act on a run or a message now (``canopy server check``):
+    ``serving``, and when it would not, ``problem`` in one line (Temporal cannot be
+    reached, or no worker polls the main task queue).
 
     The TUI shows it; everything that only reads the store works either way.
     """
+    problem = await _daemon_problem()
+    return {"serving": problem is None, "problem": problem}
+
+
+async def _daemon_problem() -> str | None:
     try:
         client = await asyncio.wait_for(temporal_client.connect(), CONNECT_TIMEOUT_SECONDS)
     except Refused as refusal:

@@ -43,7 +43,8 @@ def queue_create(store: Store | Rows, name: str) -> dict[str, Any]:
 
 
 def queue_list(store: Store | Rows, queue: str | None = None) -> dict[str, Any]:
-    """One queue's members in order, or every queue with its counts."""
+    """One queue's members in order with the outcome of its latest run, or every queue
+    with its counts."""
     with sql_transaction(store) as rows:
         if queue is None:
             return {"queues": queries.list_queues(rows)}

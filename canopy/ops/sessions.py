@@ -31,7 +31,6 @@ from canopy.ops.common import rows_of, sql_transaction
 from canopy.ops.notifications import notify
 from canopy.paths import session_path
 from canopy.sessions.names import generated_name
-from canopy.sessions.transcripts import read_turns
 from canopy.store import queries
 from canopy.timefmt import to_iso, utcnow
 from canopy.workdir import normalize_workdir
@@ -50,8 +49,6 @@ SOURCE_PROMPTBUILDER = "promptbuilder"
 SESSION_NOT_FOUND = "session_not_found"
 RECALLABLE_STATUSES = (SESSION_NOT_FOUND, "failed")
 """Messages that could not be delivered: what ``session recall`` shows."""
-TRANSCRIPT_TURNS = 50
-"""How many of a session's latest turns :func:`session_transcript` returns."""
 
 
 def session_new(
@@ -81,14 +78,6 @@ def session_get(store: Store, ref: str) -> dict[str, Any]:
     """One session, live or finished, by id, id prefix or name."""
     with store.transaction() as db:
         return queries.find_session(rows_of(db), ref, live_only=False)
-
-
-def session_transcript(store: Store, ref: str, last: int = TRANSCRIPT_TURNS) -> dict[str, Any]:
-    """One session with the ``last`` turns of its transcript, oldest first (the TUI's
-    session pane): what was sent, from where, and what the harness replied."""
-    found = session_get(store, ref)
-    turns = read_turns(Path(found["transcript_path"])) if found["transcript_path"] else []
-    return {**found, "turns": turns[-last:], "turns_total": len(turns)}
 
 
 def session_close(store: Store | Rows, ref: str) -> dict[str, Any]:

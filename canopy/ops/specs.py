@@ -1,4 +1,4 @@
-"""The spec backlog: list, get, create, update, delete, set_status, section.
+"""The spec backlog: list, count, get, create, update, delete, set_status, section.
 
 Written in portable SQL against a :data:`~canopy.store.queries.Rows` runner rather than
 the ORM: each operation takes the store or, from the CLI's fast lane, a runner on the
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from canopy.backlog import specformat
 from canopy.errors import Refused
 from canopy.ids import new_id
-from canopy.limits import clean_name
+from canopy.limits import SPEC_LIST_LIMIT, check_range, clean_name
 from canopy.ops.common import sql_transaction
 from canopy.ops.queues import remove_member_row
 from canopy.statuses import ACTIVE_RUN_STATUSES, SET_STATUS_ACTIONS, check_spec_status
@@ -31,13 +31,43 @@ def spec_list(
     workdir: str | None = None,
     status: str | None = None,
     standalone: bool = False,
+    contains: str | None = None,
+    limit: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Specs in creation order, filtered by workdir tag and/or status, and to the
-    standalone ones (bound to no graph: the TUI's Backlog) when asked."""
-    wanted_workdir = normalize_workdir(workdir) if workdir is not None else None
-    wanted_status = check_spec_status(status) if status is not None else None
+    """Specs in creation order, filtered by workdir tag, status and name, and to the
+    standalone ones (bound to no graph: the TUI's Backlog) when asked; the first
+    ``limit`` of them when given."""
+    if limit is not None:
+        check_range(limit, SPEC_LIST_LIMIT, "limit")
+    which = _spec_filter(workdir, status, standalone, contains)
     with sql_transaction(store) as rows:
-        return queries.list_specs(rows, wanted_workdir, wanted_status, standalone)
+        return queries.list_specs(rows, which, limit)
+
+
+def spec_count(
+    store: Store | Rows,
+    workdir: str | None = None,
+    status: str | None = None,
+    standalone: bool = False,
+    contains: str | None = None,
+) -> dict[str, int]:
+    """How many specs :func:`spec_list` would list with the same filters and no limit
+    (the TUI's Backlog heading, while it reads only the rows it shows)."""
+    which = _spec_filter(workdir, status, standalone, contains)
+    with sql_transaction(store) as rows:
+        return {"count": queries.count_specs(rows, which)}
+
+
+def _spec_filter(
+    workdir: str | None, status: str | None, standalone: bool, contains: str | None
+) -> queries.SpecFilter:
+    """The filters of a listing, checked and normalised as the specs store them."""
+    return queries.SpecFilter(
+        workdir=normalize_workdir(workdir) if workdir is not None else None,
+        status=check_spec_status(status) if status is not None else None,
+        standalone=standalone,
+        contains=contains,
+    )
 
 
 def spec_get(store: Store | Rows, spec: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from canopy.errors import Refused
@@ -125,27 +126,55 @@ def spec_row_json(row: Row) -> Row:
     }
 
 
-def list_specs(
-    rows: Rows, workdir: str | None = None, status: str | None = None, standalone: bool = False
-) -> list[Row]:
-    """Specs in creation order, optionally only one workdir tag and/or one status, and
-    only the standalone ones (bound to no graph)."""
-    clauses = []
-    params: dict[str, Any] = {}
-    if standalone:
-        clauses.append("NOT EXISTS (SELECT 1 FROM graph_specs b WHERE b.spec_id = specs.id)")
-    if workdir is not None:
-        clauses.append("workdir = :workdir")
-        params["workdir"] = workdir
-    if status is not None:
-        clauses.append("status = :status")
-        params["status"] = status
-    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+@dataclass(frozen=True)
+class SpecFilter:
+    """Which specs a listing or a count takes: one workdir tag, one status, only the
+    standalone ones (bound to no graph), only those whose name contains a text (ASCII
+    letters in either case). ``None``/``False``: no such condition."""
+
+    workdir: str | None = None
+    status: str | None = None
+    standalone: bool = False
+    contains: str | None = None
+
+    def where(self) -> tuple[str, dict[str, Any]]:
+        """The ``WHERE`` clause (or nothing) and its parameters."""
+        clauses = []
+        params: dict[str, Any] = {}
+        if self.standalone:
+            clauses.append("NOT EXISTS (SELECT 1 FROM graph_specs b WHERE b.spec_id = specs.id)")
+        if self.workdir is not None:
+            clauses.append("workdir = :workdir")
+            params["workdir"] = self.workdir
+        if self.status is not None:
+            clauses.append("status = :status")
+            params["status"] = self.status
+        if self.contains:
+            clauses.append("LOWER(name) LIKE :contains ESCAPE '\\'")
+            escaped = re.sub(r"([\\%_])", r"\\\1", self.contains.lower())
+            params["contains"] = f"%{escaped}%"
+        return (f" WHERE {' AND '.join(clauses)}" if clauses else ""), params
+
+
+def list_specs(rows: Rows, which: SpecFilter, limit: int | None = None) -> list[Row]:
+    """The specs ``which`` takes, in creation order; the first ``limit`` of them when
+    given (the TUI reads only the rows it shows)."""
+    where, params = which.where()
     sql = (
         "SELECT id, name, status, workdir, created_at, updated_at FROM specs"
         f"{where} ORDER BY created_at, id"
     )
+    if limit is not None:
+        sql += " LIMIT :limit"
+        params["limit"] = limit
     return [spec_row_json(row) for row in rows(sql, params)]
+
+
+def count_specs(rows: Rows, which: SpecFilter) -> int:
+    """How many specs ``which`` takes."""
+    where, params = which.where()
+    (found,) = rows(f"SELECT COUNT(*) AS n FROM specs{where}", params)
+    return int(found["n"])
 
 
 def list_queues(rows: Rows) -> list[Row]:
@@ -190,10 +219,45 @@ def queue_members(rows: Rows, queue_id: str) -> list[Row]:
 
 
 def queue_listing(rows: Rows, queue_prefix: str) -> Row:
-    """``queue list Q``: the queue's id and name with its members in order."""
+    """``queue list Q``, and every queue write's answer: the queue's id and name with its
+    members in order and the outcome of its latest run."""
     queue_id = resolve_id(rows, "queue", queue_prefix)
     (queue,) = rows("SELECT id, name FROM queues WHERE id = :id", {"id": queue_id})
-    return {"id": queue["id"], "name": queue["name"], "members": queue_members(rows, queue_id)}
+    return {
+        "id": queue["id"],
+        "name": queue["name"],
+        "members": queue_members(rows, queue_id),
+        "latest_run": queue_latest_run(rows, queue_id),
+    }
+
+
+def queue_latest_run(rows: Rows, queue_id: str) -> Row | None:
+    """The run that started last over the queue, whichever graph ran it, with each spec's
+    outcome in it (the latest, for a spec it reached twice; ``null`` while its spec is
+    under way), or ``None`` when no run ever drained the queue."""
+    found = rows(
+        "SELECT r.id, r.number, r.status, r.started_at, r.ended_at, r.graph_id,"
+        " g.name AS graph_name FROM runs r JOIN graphs g ON g.id = r.graph_id"
+        " WHERE r.queue_id = :queue_id ORDER BY r.started_at DESC, r.id DESC LIMIT 1",
+        {"queue_id": queue_id},
+    )
+    if not found:
+        return None
+    run = found[0]
+    passages = rows(
+        "SELECT spec_id, outcome FROM run_specs WHERE run_id = :run_id ORDER BY id",
+        {"run_id": run["id"]},
+    )
+    return {
+        "id": run["id"],
+        "graph_id": run["graph_id"],
+        "graph": run["graph_name"],
+        "number": int(run["number"]),
+        "status": run["status"],
+        "started_at": to_iso(run["started_at"]),
+        "ended_at": to_iso(run["ended_at"]),
+        "outcomes": {passage["spec_id"]: passage["outcome"] for passage in passages},
+    }
 
 
 def list_graphs(rows: Rows) -> list[Row]:
