@@ -105,25 +105,29 @@ async def time_skipping(
 
 @contextlib.asynccontextmanager
 async def worker_for(
-    client: Client, canopy_home: Path, monkeypatch: pytest.MonkeyPatch
+    client: Client, canopy_home: Path, monkeypatch: pytest.MonkeyPatch, store: Store | None = None
 ) -> AsyncIterator[None]:
-    """Run the daemon's workers in-process for one test, on task queues of its own."""
+    """Run the daemon's workers in-process for one test, on task queues of its own, with
+    their activities writing ``store`` (default: the store of the test's data dir)."""
     monkeypatch.setenv("TEMPORAL_ADDRESS", client.service_client.config.target_host)
     suffix = canopy_home.parent.name
     monkeypatch.setattr(temporal_client, "MAIN_TASK_QUEUE", f"canopy-{suffix}")
     monkeypatch.setattr(
         temporal_client, "agents_task_queue", lambda host=None: f"canopy-agents-{suffix}"
     )
-    async with running_workers(client):
+    async with running_workers(client, store):
         yield
 
 
 @contextlib.asynccontextmanager
-async def running_workers(client: Client) -> AsyncIterator[Callable[[], Awaitable[None]]]:
-    """The daemon's workers, running in-process on the task queues set now; yields a
-    ``stop`` that shuts them down early (and is harmless to call twice)."""
+async def running_workers(
+    client: Client, store: Store | None = None
+) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+    """The daemon's workers, running in-process on the task queues set now, with their
+    activities writing ``store`` (default: the configured store); yields a ``stop`` that
+    shuts them down early (and is harmless to call twice)."""
     with worker.activity_threads() as threads:
-        workers = worker.build_workers(client, open_store(), threads)
+        workers = worker.build_workers(client, store or open_store(), threads)
         tasks = [asyncio.create_task(w.run()) for w in workers]
 
         async def stop() -> None:

@@ -10,12 +10,15 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from sqlalchemy import select
 from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.testing import WorkflowEnvironment
 
 from canopy.activities.legacy import LegacyRunRecords
 from canopy.contracts.graph_run import NextSpec, RunCounts
@@ -28,7 +31,7 @@ from canopy.store.models import Graph, NodeRun, Run
 from canopy.temporal import client as temporal_client
 from tests.cli_helpers import canopy_env
 from tests.conftest import make_specs, snapshot
-from tests.engine import make_graph, make_queue
+from tests.engine import make_graph, make_queue, worker_for
 
 pytestmark = pytest.mark.server
 SETTLE_TIMEOUT = 120.0
@@ -43,6 +46,18 @@ five specs twice (the two runs read the same next spec in lockstep)."""
 def store(run_store: Store) -> Store:
     """Every race here runs on SQLite and on Postgres."""
     return run_store
+
+
+@pytest_asyncio.fixture
+async def serving(
+    temporal_env: WorkflowEnvironment,
+    canopy_home: Path,
+    store: Store,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[Client]:
+    """The workers, writing the backend this test runs on."""
+    async with worker_for(temporal_env.client, canopy_home, monkeypatch, store):
+        yield temporal_env.client
 
 
 def counting_node(log: Path, gate: Path | None = None) -> dict[str, Any]:
