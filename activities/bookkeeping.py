@@ -140,7 +140,7 @@ def load_step(graph: Graph, node_name: str | None) -> NodeStep | None:
         name=node.name,
         definition=node,
         ensemble_members=members,
-        next_node=node.next or default_next(nodes, index),
+        next_node=node.next or default_next(stored, index),
         on_failure=node.on_failure,
         max_visits=node.max_visits or DEFAULT_MAX_VISITS,
         timeout_minutes=node.timeout_minutes,

@@ -1,5 +1,9 @@
 """Human rendering of ``graph info``: facts, then rich tables (the listing is in
-:mod:`canopy.cli.views`, which the fast lane loads without the graph model)."""
+:mod:`canopy.cli.views`).
+
+Nodes, ensembles and hook configs are shown from the JSON the store keeps, their kind read
+by :mod:`canopy.graphs.kinds`, so the fast lane draws them without the graph model.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +11,21 @@ from typing import TYPE_CHECKING
 
 from canopy.cli.render import print_line, print_table
 from canopy.cli.views import blocker_text, cost_text, used_text
-from canopy.graphs.model import (
-    AgentConfig,
-    AgentHook,
-    AgentNode,
-    CommandHook,
-    CommandNode,
-    EnsembleNode,
-    Hook,
-    InteractiveHook,
-    Node,
-    stored_hook,
+from canopy.graphs.kinds import (
+    AGENT_HOOK,
+    COMMAND_HOOK,
+    COMMAND_NODE,
+    ENSEMBLE_NODE,
+    hook_mode,
+    node_kind,
 )
 from canopy.graphs.transitions import default_next
+from canopy.limits import DEFAULT_MAX_VISITS
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
     from canopy.ops.graph_info import (
         GraphInfo,
         HookRunInfo,
@@ -29,6 +33,7 @@ if TYPE_CHECKING:
         QueueProgress,
         RunInfo,
         SpecUsage,
+        StoredNode,
     )
 
 _STEP_EXCERPT = 50
@@ -75,7 +80,7 @@ def _show_facts(info: GraphInfo) -> None:
         f"allow_dirty_start: {dirty}"
     )
     if info.blocker is not None:
-        print_line(f"blocker: {blocker_text(info.blocker.model_dump())}")
+        print_line(f"blocker: {blocker_text(info.blocker)}")
     active = info.active_run
     if active is not None:
         print_line(f"active run: {active.id} (#{active.number}, {active.status})")
@@ -90,16 +95,17 @@ def _show_nodes(info: GraphInfo) -> None:
     rows = []
     for index, node in enumerate(info.nodes):
         following = default_next(info.nodes, index) or "(spec completes)"
+        timeout = node.get("timeout_minutes")
         rows.append(
             [
                 index + 1,
-                node.name,
+                node["name"],
                 _runs(node),
-                _excerpt(node.command if isinstance(node, CommandNode) else node.prompt),
-                node.next or following,
-                node.on_failure or "(spec fails)",
-                node.max_visits,
-                f"{node.timeout_minutes:g}" if node.timeout_minutes is not None else "",
+                _excerpt(node["command"] if node_kind(node) == COMMAND_NODE else node["prompt"]),
+                node.get("next") or following,
+                node.get("on_failure") or "(spec fails)",
+                node.get("max_visits", DEFAULT_MAX_VISITS),
+                f"{timeout:g}" if timeout is not None else "",
                 _stall(node),
             ]
         )
@@ -110,12 +116,13 @@ def _show_nodes(info: GraphInfo) -> None:
     )
 
 
-def _stall(node: Node) -> str:
+def _stall(node: StoredNode) -> str:
     """An agent node's ``stall_minutes``: ``off`` for 0, blank for the config default (a
     command node has none)."""
-    if isinstance(node, CommandNode) or node.stall_minutes is None:
+    stall = node.get("stall_minutes")
+    if stall is None:
         return ""
-    return "off" if node.stall_minutes == 0 else f"{node.stall_minutes:g}"
+    return "off" if stall == 0 else f"{stall:g}"
 
 
 def _show_node_runs(node_runs: list[NodeRunInfo]) -> None:
@@ -210,7 +217,7 @@ def _show_hook_runs(hook_runs: list[HookRunInfo]) -> None:
             [
                 h.event,
                 h.hook_index,
-                _hook_mode(stored_hook(h.hook_config)),
+                _hook_mode(h.hook_config),
                 h.spec_id or "",
                 h.status,
                 used_text(
@@ -229,15 +236,14 @@ def _show_hook_runs(hook_runs: list[HookRunInfo]) -> None:
     )
 
 
-def _hook_mode(hook: Hook) -> str:
-    """``command``, ``agent (claude)`` or ``interactive``."""
-    match hook:
-        case CommandHook():
-            return "command"
-        case InteractiveHook():
-            return "interactive"
-        case AgentHook():
-            return f"agent ({hook.platform})"
+def _hook_mode(hook: Mapping[str, Any]) -> str:
+    """``command``, ``agent (claude)`` or ``interactive``: a stored hook's mode."""
+    mode = hook_mode(hook)
+    if mode == COMMAND_HOOK:
+        return "command"
+    if mode == AGENT_HOOK:
+        return f"agent ({hook['platform']})"
+    return "interactive"
 
 
 def _show_queue_progress(progress: QueueProgress) -> None:
@@ -258,21 +264,22 @@ def _show_queue_progress(progress: QueueProgress) -> None:
     )
 
 
-def _runs(node: Node) -> str:
+def _runs(node: StoredNode) -> str:
     """What runs the node: its command, its ensemble, or its agent."""
-    match node:
-        case CommandNode():
-            return "command"
-        case EnsembleNode():
-            return f"ensemble {node.ensemble}"
-        case AgentNode():
-            return _agent(node.agent)
+    kind = node_kind(node)
+    if kind == COMMAND_NODE:
+        return "command"
+    if kind == ENSEMBLE_NODE:
+        return f"ensemble {node['ensemble']}"
+    return _agent(node)
 
 
-def _agent(config: AgentConfig) -> str:
-    """``claude (sonnet, high)``: a platform with the model and effort it was given."""
-    details = [detail for detail in (config.model, config.effort) if detail is not None]
-    return f"{config.platform} ({', '.join(details)})" if details else config.platform
+def _agent(config: Mapping[str, Any]) -> str:
+    """``claude (sonnet, high)``: a platform with the model and effort it was given (an
+    ensemble member, or an agent node, which carries the same three fields)."""
+    platform: str = config["platform"]
+    details = [config[detail] for detail in ("model", "effort") if config.get(detail) is not None]
+    return f"{platform} ({', '.join(details)})" if details else platform
 
 
 def _excerpt(text: str) -> str:

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 
 from canopy.store.engine import Store
+from canopy.store.models import Graph, HookRun
+from canopy.timefmt import utcnow
 from tests.cli_helpers import run_canopy
 from tests.conftest import snapshot
 from tests.test_cli import create_spec, imported_modules, ok, refused
@@ -170,3 +172,46 @@ def test_graph_info_shows_each_agent_nodes_stall_minutes(home: Path, tmp_path: P
         if line.startswith("│") and line.split("│")[1].strip().isdigit()
     }
     assert stall == {"quiet": "off", "watched": "15", "default": "", "check": ""}
+
+
+def test_graph_info_shows_stored_parts_exactly_as_stored(home: Path) -> None:
+    """The blocker keeps what the engine wrote (a field no kind names, a ``null``), and the
+    tables read each stored node's kind and each fired hook's mode from its JSON."""
+    ok(run_canopy(home, "graph", "create", "-f", "-", stdin=json.dumps(example())))
+    blocker = {"kind": "stopped", "message": "stopped at fix", "node": None, "extra": {"k": 1}}
+    hooks = [
+        {"command": "notify-send done"},
+        {"platform": "codex", "prompt": "Summarise."},
+        {"prompt": "Look.", "target_session_name": "watcher"},
+    ]
+    store = Store(f"sqlite:///{home / 'canopy.db'}")
+    with store.transaction() as db:
+        graph = db.query(Graph).one()
+        graph.blocker = blocker
+        for index, hook in enumerate(hooks):
+            db.add(
+                HookRun(
+                    graph_id=graph.id,
+                    event="on_completed",
+                    hook_index=index,
+                    hook_config=hook,
+                    status="succeeded",
+                    fire_key=f"fired-{index}",
+                    started_at=utcnow(),
+                )
+            )
+    store.close()
+    info = ok(run_canopy(home, "graph", "info", "build", "--json")).json()
+    assert info["blocker"] == blocker
+    assert [run["hook_config"] for run in info["completion_hook_runs"]] == hooks
+    page = ok(run_canopy(home, "graph", "info", "build")).stdout
+    assert "blocker: stopped at fix" in page
+    cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in page.splitlines()]
+    nodes = {row[1]: (row[2], row[4]) for row in cells if row and row[0].isdigit()}
+    assert nodes == {
+        "implement": ("claude (sonnet, high)", "test"),
+        "test": ("command", "(spec completes)"),
+        "fix": ("ensemble fixers", "test"),
+    }
+    fired = [row[2] for row in cells if row and row[0] == "on_completed"]
+    assert fired == ["command", "agent (codex)", "interactive"]

@@ -27,7 +27,7 @@ from canopy.graphs.model import (
     stored_node,
     validate_definition,
 )
-from canopy.ops.graph_info import GraphInfo
+from canopy.ops.graph_info_schema import graph_info_schema
 
 PARTS: list[tuple[Callable[[dict[str, Any]], BaseModel], dict[str, Any], type]] = [
     (stored_node, {"name": "a", "platform": "claude", "prompt": "p", "max_visits": 3}, AgentNode),
@@ -130,7 +130,7 @@ def test_an_agent_node_launches_its_own_agent() -> None:
 
 def test_the_published_graph_info_schema_is_the_models() -> None:
     """docs/graph-info.schema.json is what GraphInfo serialises to; regenerate it with
-    ``python -c 'import json; from canopy.ops.graph_info import GraphInfo;
-    print(json.dumps(GraphInfo.model_json_schema(mode="serialization"), indent=2))'``."""
+    ``python -c 'import json; from canopy.ops.graph_info_schema import graph_info_schema;
+    print(json.dumps(graph_info_schema(), indent=2))'``."""
     published = Path(__file__).parent.parent / "docs" / "graph-info.schema.json"
-    assert json.loads(published.read_text()) == GraphInfo.model_json_schema(mode="serialization")
+    assert json.loads(published.read_text()) == graph_info_schema()

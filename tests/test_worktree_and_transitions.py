@@ -6,7 +6,6 @@ from typing import Any
 import pytest
 
 from canopy.contracts.graph_run import MAX_NODE_TIMEOUT_MINUTES, node_timeout_minutes
-from canopy.graphs.model import stored_node
 from canopy.graphs.transitions import default_next
 from canopy.workdir import describe_dirty, parse_porcelain_z, worktree_state
 from tests.engine import git
@@ -31,7 +30,7 @@ def test_worktree_state_counts_every_path_and_shows_the_first_twenty(repo: Path)
 
 def test_default_next_is_the_following_node_skipping_failure_handlers() -> None:
     nodes = [
-        stored_node({"name": name, "command": "true", **transitions})
+        {"name": name, "command": "true", **transitions}
         for name, transitions in (
             ("implement", {}),
             ("test", {"on_failure": "fix"}),

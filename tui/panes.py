@@ -98,12 +98,13 @@ def graph_page(info: GraphInfo, now: datetime, ui_url: str | None) -> str:
         f"allow_dirty_start: **{dirty}**",
     ]
     if info.blocker is not None:
-        blocker = [f"## ⚠ Blocked\n\n{info.blocker.message}"]
-        if info.blocker.dirty_paths:
-            shown = "\n".join(f"- `{path}`" for path in info.blocker.dirty_paths)
-            blocker.append(f"Dirty paths ({info.blocker.dirty_count}):\n\n{shown}")
-        if info.blocker.ways_out:
-            ways = "\n".join(f"- {way}" for way in info.blocker.ways_out)
+        stored = info.blocker
+        blocker = [f"## ⚠ Blocked\n\n{stored['message']}"]
+        if stored.get("dirty_paths"):
+            shown = "\n".join(f"- `{path}`" for path in stored["dirty_paths"])
+            blocker.append(f"Dirty paths ({stored.get('dirty_count')}):\n\n{shown}")
+        if stored.get("ways_out"):
+            ways = "\n".join(f"- {way}" for way in stored["ways_out"])
             blocker.append(f"Ways out:\n\n{ways}")
         parts.append("\n\n".join(blocker))
     if info.consistency_warning:

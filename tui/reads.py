@@ -114,7 +114,7 @@ def read_page(source: Store | Rows, kind: Kind, item_id: str) -> Page:
     info = graphs.graph_info(source, item_id)
     ui_url = devserver.status()["ui_url"]
     page = panes.graph_page(info, utcnow(), ui_url)
-    return Page(kind, item_id, page, tuple(node.name for node in info.nodes))
+    return Page(kind, item_id, page, tuple(node["name"] for node in info.nodes))
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,17 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from canopy.errors import Refused
 from canopy.graphs.hooks import HOOK_EVENTS, SPEC_EVENTS, fold_legacy_on_completed
+from canopy.graphs.kinds import (
+    AGENT_HOOK,
+    AGENT_NODE,
+    COMMAND_HOOK,
+    COMMAND_NODE,
+    ENSEMBLE_NODE,
+    INTERACTIVE_HOOK,
+    given,
+    hook_mode,
+    node_kind,
+)
 from canopy.graphs.markers import (
     HOOK_ENV_PREFIX,
     HOOK_MARKERS,
@@ -267,11 +278,10 @@ def _check_markers(
         raise ValueError(refusal.message) from None
 
 
-_AGENT_NODE, _ENSEMBLE_NODE, _COMMAND_NODE = "agent node", "ensemble node", "command node"
 _NODE_CLASSES: dict[type[BaseModel], str] = {
-    AgentNode: _AGENT_NODE,
-    EnsembleNode: _ENSEMBLE_NODE,
-    CommandNode: _COMMAND_NODE,
+    AgentNode: AGENT_NODE,
+    EnsembleNode: ENSEMBLE_NODE,
+    CommandNode: COMMAND_NODE,
 }
 
 
@@ -287,22 +297,14 @@ def _refuse_unknown_fields(data: Mapping[str, Any], *kinds: type[BaseModel]) -> 
         raise PydanticCustomError(_UNKNOWN_FIELD, "unknown field {field}", {"field": unknown})
 
 
-def _given(data: Mapping[str, Any], *fields: str) -> list[bool]:
-    """Which of ``fields`` ``data`` sets (``null`` counts as not set, as it always has)."""
-    return [data.get(field) is not None for field in fields]
-
-
 def _node_kind(data: Any) -> str | None:
-    """The discriminator: the one place a node's kind is read from the fields it has.
+    """The discriminator: a model's class, or :func:`~canopy.graphs.kinds.node_kind`.
 
     ``_one_node_kind`` has already refused every mix, so exactly one kind field is set.
     """
     if isinstance(data, BaseModel):
         return _NODE_CLASSES.get(type(data))
-    if not isinstance(data, Mapping):
-        return None
-    platform, ensemble, _ = _given(data, "platform", "ensemble", "command")
-    return _AGENT_NODE if platform else _ENSEMBLE_NODE if ensemble else _COMMAND_NODE
+    return node_kind(data) if isinstance(data, Mapping) else None
 
 
 _NODE_OPTIONAL_FIELDS = (
@@ -317,7 +319,7 @@ def _one_node_kind(data: Any) -> Any:
     if not isinstance(data, Mapping):
         return data
     _refuse_unknown_fields(data, *_NODE_CLASSES)
-    platform, ensemble, command, prompt, model, effort, stall = _given(
+    platform, ensemble, command, prompt, model, effort, stall = given(
         data, "platform", "ensemble", "command", "prompt", "model", "effort", "stall_minutes"
     )
     agent = platform or ensemble
@@ -342,9 +344,9 @@ def _one_node_kind(data: Any) -> Any:
 
 
 Node = Annotated[
-    Annotated[AgentNode, Tag(_AGENT_NODE)]
-    | Annotated[EnsembleNode, Tag(_ENSEMBLE_NODE)]
-    | Annotated[CommandNode, Tag(_COMMAND_NODE)],
+    Annotated[AgentNode, Tag(AGENT_NODE)]
+    | Annotated[EnsembleNode, Tag(ENSEMBLE_NODE)]
+    | Annotated[CommandNode, Tag(COMMAND_NODE)],
     Discriminator(
         _node_kind,
         custom_error_type="node_type",
@@ -423,11 +425,10 @@ class InteractiveHook(BaseModel):
         return self
 
 
-_AGENT_HOOK, _COMMAND_HOOK, _INTERACTIVE_HOOK = "agent hook", "command hook", "interactive hook"
 _HOOK_CLASSES: dict[type[BaseModel], str] = {
-    AgentHook: _AGENT_HOOK,
-    CommandHook: _COMMAND_HOOK,
-    InteractiveHook: _INTERACTIVE_HOOK,
+    AgentHook: AGENT_HOOK,
+    CommandHook: COMMAND_HOOK,
+    InteractiveHook: INTERACTIVE_HOOK,
 }
 _HOOK_OPTIONAL_FIELDS = (
     "platform", "prompt", "model", "effort", "timeout_minutes", "command",
@@ -436,16 +437,13 @@ _HOOK_OPTIONAL_FIELDS = (
 
 
 def _hook_mode(data: Any) -> str | None:
-    """The discriminator: the one place a hook's mode is read from the fields it has.
+    """The discriminator: a model's class, or :func:`~canopy.graphs.kinds.hook_mode`.
 
     ``_one_hook_mode`` has already refused every mix, so exactly one mode is set.
     """
     if isinstance(data, BaseModel):
         return _HOOK_CLASSES.get(type(data))
-    if not isinstance(data, Mapping):
-        return None
-    platform, command = _given(data, "platform", "command")
-    return _AGENT_HOOK if platform else _COMMAND_HOOK if command else _INTERACTIVE_HOOK
+    return hook_mode(data) if isinstance(data, Mapping) else None
 
 
 def _one_hook_mode(data: Any) -> Any:
@@ -456,7 +454,7 @@ def _one_hook_mode(data: Any) -> Any:
     _refuse_unknown_fields(data, *_HOOK_CLASSES)
     present = [field for field in _MODE_FIELDS if data.get(field) is not None]
     modes = {"interactive" if field.startswith("target_") else field for field in present}
-    platform, command, by_id, by_name, prompt, *agent_only = _given(
+    platform, command, by_id, by_name, prompt, *agent_only = given(
         data,
         "platform", "command", "target_session_id", "target_session_name", "prompt",
         "model", "effort", "timeout_minutes",
@@ -479,9 +477,9 @@ def _one_hook_mode(data: Any) -> Any:
 
 
 Hook = Annotated[
-    Annotated[AgentHook, Tag(_AGENT_HOOK)]
-    | Annotated[CommandHook, Tag(_COMMAND_HOOK)]
-    | Annotated[InteractiveHook, Tag(_INTERACTIVE_HOOK)],
+    Annotated[AgentHook, Tag(AGENT_HOOK)]
+    | Annotated[CommandHook, Tag(COMMAND_HOOK)]
+    | Annotated[InteractiveHook, Tag(INTERACTIVE_HOOK)],
     Discriminator(
         _hook_mode,
         custom_error_type="hook_type",

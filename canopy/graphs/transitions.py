@@ -1,11 +1,14 @@
-"""Where a node goes next: one rule for the engine and for ``graph info``."""
+"""Where a node goes next: one rule for the engine and for ``graph info``.
 
-from collections.abc import Sequence
+It reads the nodes as the store keeps them (JSON objects), so ``graph info`` applies it
+without loading the graph model.
+"""
 
-from canopy.graphs.model import Node
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
-def default_next(nodes: Sequence[Node], index: int) -> str | None:
+def default_next(nodes: Sequence[Mapping[str, Any]], index: int) -> str | None:
     """Where a node without ``next`` goes on success (``None``: the spec completes).
 
     The following node in the list, skipping failure handlers (nodes some ``on_failure``
@@ -13,8 +16,8 @@ def default_next(nodes: Sequence[Node], index: int) -> str | None:
     fix (next: test)`` completes the spec once ``test`` passes instead of falling through
     into ``fix``.
     """
-    handlers = {node.on_failure for node in nodes if node.on_failure}
+    handlers = {node.get("on_failure") for node in nodes if node.get("on_failure")}
     for node in nodes[index + 1 :]:
-        if node.name not in handlers:
-            return node.name
+        if node["name"] not in handlers:
+            return str(node["name"])
     return None
