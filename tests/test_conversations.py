@@ -614,3 +614,14 @@ def test_template_platforms_reply_with_their_plain_output(tmp_path: Path) -> Non
     assert template.reply_text("\n  The answer is 42.\n\n") == "The answer is 42."
     assert template.reply_text(" \n\t\n") is None
     assert template.conversations(tmp_path) is None
+
+
+def test_a_conversation_is_never_updated_before_it_started() -> None:
+    """The file's modification time comes from the kernel's coarse clock, which can run a
+    few milliseconds behind the timestamp the harness wrote into the file (a flake seen
+    with the fake Codex)."""
+    started, modified = utc("2026-12-04T10:00:00.004+00:00"), utc("2026-12-04T10:00:00.001+00:00")
+    conversation = HarnessConversation("c1", "/src", started, modified, "title")
+    assert conversation.updated_at == started
+    later = utc("2026-12-04T11:00:00+00:00")
+    assert HarnessConversation("c2", "/src", started, later, "title").updated_at == later

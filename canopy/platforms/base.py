@@ -79,6 +79,13 @@ class HarnessConversation:
     updated_at: datetime | None
     title: str
 
+    def __post_init__(self) -> None:
+        """Never updated before it started: ``updated_at`` is often the file's modification
+        time, which the kernel takes from a coarse clock that can run a few milliseconds
+        behind the timestamp the harness wrote into the file just before."""
+        if self.started_at and self.updated_at and self.updated_at < self.started_at:
+            object.__setattr__(self, "updated_at", self.started_at)
+
 
 class Platform(ABC):
     """One harness CLI: how to launch it and how to read what it prints."""
