@@ -335,16 +335,21 @@ class RunRecords:
         by another active run, else the blocker naming the members that did not complete
         (DESIGN §6.6). A member another run holds is not this run's failure; the blocker
         names the run that has it. Its ``node`` is the node that ended the first failed
-        member (``{{node}}`` of ``on_failed``)."""
+        member (``{{node}}`` of ``on_failed``).
+
+        Who holds what is read before the members' statuses: SQLite's reads here are not
+        one snapshot, so a member another run completes in between is then held or
+        completed, never blamed (read the other way round, it was neither).
+        """
         with self._store.transaction() as db:
             run = db.get_one(Run, request.run_id)
+            held = _held_elsewhere(db, run, _scope(db, run))
             rows = db.execute(
                 select(Spec.id, Spec.name, Spec.status)
                 .join(QueueMember, QueueMember.spec_id == Spec.id)
                 .where(QueueMember.queue_id == run.queue_id)
                 .order_by(QueueMember.position)
             ).all()
-            held = _held_elsewhere(db, run, [spec_id for spec_id, _, _ in rows])
             unfinished = [
                 (spec_id, name, status)
                 for spec_id, name, status in rows
