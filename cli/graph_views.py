@@ -1,4 +1,4 @@
-"""Human rendering of ``graph info``: facts, then rich tables (the listing is in
+"""Human rendering of ``graph info``: facts, then tables (the listing is in
 :mod:`canopy.cli.views`).
 
 Nodes, ensembles and hook configs are shown from the JSON the store keeps, their kind read

@@ -1,10 +1,12 @@
 """Printing conventions shared by every command (no typer import: the fast lane uses it).
 
-``--json`` prints machine output on stdout; human output uses rich tables. Refusals are
-one line on stderr and exit code 1 (usage errors are typer's exit 2); with ``--json``
+``--json`` prints machine output on stdout; human output uses tables. Refusals are one
+line on stderr and exit code 1 (usage errors are typer's exit 2); with ``--json``
 they are also a JSON object ``{"error": …}`` on stdout, so a script reading stdout never
 has to parse the text. Tables printed to a pipe or file are as wide as their cells:
-cutting ids down to the width of a terminal that is not there would lose them.
+cutting ids down to the width of a terminal that is not there would lose them. They are
+drawn here, in the same box rich draws, without importing rich: there is nothing to fit,
+and rich's layout of a few hundred cells was most of ``graph info``'s time.
 
 Human output shows what users and agents typed, and what a store written by an older
 Canopy still holds: names with escape sequences, NULs, lone surrogates. Every human
@@ -18,9 +20,11 @@ output needs none of this (json escapes control characters).
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
+import unicodedata
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -38,9 +42,10 @@ _UNPRINTABLE = f"[{_ACTED_ON}]"
 _UNPRINTABLE_IN_LINE = f"[{_ACTED_ON}\t\n]"
 """The same plus tab and newline, for text that must stay on one line."""
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-_UNBOUNDED_WIDTH = 1_000_000
-"""The width tables are laid out in when stdout is not a terminal: rich sizes a table to
-its cells, so this only stops it from cutting them (``graph-ms5…``) to fit 80 columns."""
+_HEAVY_HEAD = ("┏━┳┓", "┃┃┃", "┡━╇┩", "│││", "└─┴┘")
+_ASCII = ("+--+", "|||", "|-+|", "|||", "+--+")
+"""The top, header, header rule, row and bottom of rich's default table box (``left,
+fill or divider, between columns, right``), and rich's stand-in where only ASCII prints."""
 
 
 def _escape(found: re.Match[str]) -> str:
@@ -77,28 +82,78 @@ def emit(data: Any, as_json: bool, human: Callable[[], None]) -> None:
 
 
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """Render a rich table on stdout; an empty table prints a short '(none)' line instead.
+    """Render a table on stdout; an empty table prints a short '(none)' line instead.
 
     Cells and the title are one-line fields: :func:`printable` escapes their newlines too.
-    On a terminal the table fits its width (rich wraps or cuts long cells); elsewhere every
-    cell is printed whole.
+    On a terminal rich draws the table to fit its width (wrapping or cutting long cells);
+    elsewhere every cell is printed whole, in the same box.
     """
+    shown_title = printable(title) if title else None
+    if not rows:
+        print_line(f"{shown_title + ': ' if shown_title else ''}(none)")
+        return
+    cells = [["" if cell is None else printable(str(cell)) for cell in row] for row in rows]
+    if _on_terminal():
+        _print_rich_table(shown_title, columns, cells)
+    else:
+        sys.stdout.write(_plain_table(shown_title, [printable(c) for c in columns], cells))
+
+
+def _on_terminal() -> bool:
+    """Whether stdout is a terminal, as rich decides it (``TTY_COMPATIBLE``, ``FORCE_COLOR``)."""
+    compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if compatible in ("0", "1"):
+        return compatible == "1"
+    if "FORCE_COLOR" in os.environ:
+        return os.environ["FORCE_COLOR"] != ""
+    return sys.stdout.isatty()
+
+
+def _print_rich_table(title: str | None, columns: Sequence[str], rows: list[list[str]]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(markup=False, emoji=False)
-    if not console.is_terminal:  # a pipe or a file: no width to fit, so cut nothing
-        console.width = _UNBOUNDED_WIDTH
-    shown_title = printable(title) if title else None
-    if not rows:
-        console.print(f"{shown_title + ': ' if shown_title else ''}(none)")
-        return
-    table = Table(title=shown_title, title_justify="left")
+    table = Table(title=title, title_justify="left")
     for column in columns:
         table.add_column(column)
     for row in rows:
-        table.add_row(*("" if cell is None else printable(str(cell)) for cell in row))
-    console.print(table)
+        table.add_row(*row)
+    Console(markup=False, emoji=False).print(table)
+
+
+def _plain_table(title: str | None, columns: Sequence[str], rows: list[list[str]]) -> str:
+    """The table as rich draws it at an unbounded width, title on its own whole line."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower()
+    top, head, head_rule, row_line, bottom = _HEAVY_HEAD if encoding.startswith("utf") else _ASCII
+    widths = [
+        max(_cell_width(text) for text in column) for column in zip(columns, *rows, strict=True)
+    ]
+
+    def rule(line: str) -> str:
+        return line[0] + line[2].join(line[1] * (width + 2) for width in widths) + line[3]
+
+    def cells(line: str, texts: Sequence[str]) -> str:
+        padded = (
+            text + " " * (width - _cell_width(text))
+            for text, width in zip(texts, widths, strict=True)
+        )
+        return f"{line[0]} " + f" {line[1]} ".join(padded) + f" {line[2]}"
+
+    lines = [title] if title else []
+    lines += [rule(top), cells(head, columns), rule(head_rule)]
+    lines += [cells(row_line, row) for row in rows]
+    lines.append(rule(bottom))
+    return "\n".join(lines) + "\n"
+
+
+def _cell_width(text: str) -> int:
+    """Columns ``text`` takes on a terminal: East Asian wide characters two, marks none."""
+    if text.isascii():
+        return len(text)
+    return sum(
+        0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in "WF" else 1
+        for char in text
+    )
 
 
 def print_line(text: str) -> None:
