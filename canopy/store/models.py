@@ -226,7 +226,10 @@ class RunSpec(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
-    __table_args__ = (Index("ix_run_specs_run", "run_id", "id"),)
+    __table_args__ = (
+        Index("ix_run_specs_run", "run_id", "id"),
+        Index("ix_run_specs_spec", "spec_id", "run_id"),
+    )
 
 
 class HookRun(HarnessUsageColumns, Base):
