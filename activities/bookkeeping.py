@@ -246,7 +246,12 @@ def _held_elsewhere(db: Session, run: Run, spec_ids: list[str]) -> dict[str, str
 
 
 def _ahead(
-    db: Session, run_id: str, graph_id: str, spec: NextSpec | None, node: str | None
+    db: Session,
+    run_id: str,
+    graph_id: str,
+    spec: NextSpec | None,
+    node: str | None,
+    count_pending: bool,
 ) -> Ahead:
     upcoming = spec or next_pending(db, run_id)
     if upcoming is None:
@@ -256,7 +261,7 @@ def _ahead(
         spec=upcoming,
         step=load_step(graph, node),
         allow_dirty_start=graph.allow_dirty_start,
-        pending=_pending_count(db, run_id),
+        pending=_pending_count(db, run_id) if count_pending else None,
     )
 
 
@@ -288,7 +293,14 @@ class RunRecords:
         """What runs next, read now: the spec (given, or the next pending one), the node it
         starts at (transitions resolved), and the graph's ``allow_dirty_start``."""
         with self._store.transaction() as db:
-            return _ahead(db, request.run_id, request.graph_id, request.spec, request.node)
+            return _ahead(
+                db,
+                request.run_id,
+                request.graph_id,
+                request.spec,
+                request.node,
+                request.count_pending,
+            )
 
     @activity.defn
     def close_spec(self, request: SpecClose) -> SpecClosed:
@@ -317,7 +329,9 @@ class RunRecords:
             hooks = request.outcome == "completed" and has_spec_completed_hooks(graph)
             closed = SpecClosed(passage_id=passage_id, spec_completed_hooks=hooks)
             if request.read_ahead and not hooks:
-                closed.ahead = _ahead(db, request.run_id, request.graph_id, None, None)
+                closed.ahead = _ahead(
+                    db, request.run_id, request.graph_id, None, None, request.count_pending
+                )
             return closed
 
     @activity.defn

@@ -140,8 +140,8 @@ class Chain:
     phases: dict[str, Phase]
     """Time of the largest execution spent in each step between consecutive events."""
     phase_specs: int
-    """Specs (floor: items) the largest execution worked on: its ``begin_spec`` (floor:
-    ``run_step``) activities."""
+    """Specs (floor: items) the largest execution worked on: its activities that begin one
+    (:data:`SPEC_ACTIVITIES`; floor: ``run_step``)."""
 
     @property
     def events(self) -> int:
@@ -498,10 +498,17 @@ def record_seconds(run: dict[str, Any]) -> float | None:
     return (ended - started).total_seconds()
 
 
-async def read_chain(address: str, workflow_id: str, unit: str = "begin_spec") -> Chain:
+SPEC_ACTIVITIES = ("begin_spec", "dispatch_node")
+"""The activity that begins one spec of this benchmark's one-node graph: ``begin_spec`` in
+``GraphRun`` (an engine before ``GraphRunV2``), the node's own ``dispatch_node`` since."""
+
+
+async def read_chain(
+    address: str, workflow_id: str, unit: tuple[str, ...] = SPEC_ACTIVITIES
+) -> Chain:
     """The histories of every execution with this workflow id (the continue-as-new chain),
     waiting for visibility to list the closing execution. One history is in memory at a
-    time: a 10,000-spec drain has over half a million events. ``unit`` is the activity
+    time: a 10,000-spec drain has over half a million events. ``unit`` names the activity
     that begins one spec (or floor item), to express the largest execution's phases per
     spec."""
     from temporalio.api.enums.v1 import EventType
@@ -538,14 +545,14 @@ async def read_chain(address: str, workflow_id: str, unit: str = "begin_spec") -
     )
 
 
-def phase_seconds(events: Sequence[Any], unit: str) -> tuple[dict[str, Phase], int]:
+def phase_seconds(events: Sequence[Any], unit: tuple[str, ...]) -> tuple[dict[str, Phase], int]:
     """Attribute the time between consecutive history events to what happened in it.
 
     GraphRun runs one activity at a time, so its history is one sequence: workflow task
     scheduled → started (queued for the worker) → completed (on the worker), activity
     scheduled → started (queued) → completed (running), and so on. Summing the gaps by
     kind shows whether the per-spec cost is the server, the worker or the activities.
-    Also returns how many specs the execution began (its ``unit`` activities).
+    Also returns how many specs the execution began (its activities named in ``unit``).
     """
     from temporalio.api.enums.v1 import EventType
 
@@ -560,7 +567,7 @@ def phase_seconds(events: Sequence[Any], unit: str) -> tuple[dict[str, Phase], i
         phase = phases.setdefault(label, Phase())
         phase.seconds += gap / 1e9
         phase.count += 1
-    return phases, [name for name, _ in activities.values()].count(unit)
+    return phases, sum(name in unit for name, _ in activities.values())
 
 
 def phase_label(event: Any, activities: dict[int, tuple[str, str]]) -> str:
@@ -612,7 +619,7 @@ def measure(scratch: Scratch, count: int) -> Results:
         print("counting history events…", file=sys.stderr)
         chain = asyncio.run(read_chain(scratch.address, engine.workflow_id))
         floor_chain = asyncio.run(
-            read_chain(scratch.address, floor_before.workflow_id, unit=run_step.__name__)
+            read_chain(scratch.address, floor_before.workflow_id, unit=(run_step.__name__,))
         )
         worker, server = worker_memory(scratch.home), server_memory(scratch.home)
     return Results(

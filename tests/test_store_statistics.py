@@ -1,9 +1,10 @@
-"""A big queue's next-spec read keeps walking the queue in order (issue 13).
+"""A big queue's per-spec store reads stay cheap (issue 13).
 
 A spec's status is stored after its body; ``ix_specs_id_status`` answers the run's
 status lookups without reading the rows, and the planner's statistics, refreshed when a
 run starts, keep SQLite from driving that read from the pending specs instead (a sort of
-every pending spec, per spec run).
+every pending spec, per spec run). A spec's passage is found by its spec, not among every
+passage of the run, and the pending specs are counted only when the run asks.
 """
 
 from pathlib import Path
@@ -12,7 +13,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.dialects import sqlite
 
-from canopy.activities.bookkeeping import next_pending_query
+from canopy.activities.bookkeeping import RunRecords, next_pending_query
+from canopy.contracts.graph_run import ReadAhead
 from canopy.ops import graphs, queues, runs
 from canopy.store.engine import Store
 from tests.conftest import make_specs
@@ -54,3 +56,34 @@ def test_a_run_start_lets_the_planner_walk_the_queue_in_order(store: Store, tmp_
     steps = plan(store, run_id)
     assert steps[0].startswith("SEARCH queue_members USING INDEX ix_queue_members_queue_position")
     assert not any("TEMP B-TREE" in step for step in steps), steps
+
+
+def test_a_spec_s_passage_is_found_by_its_spec(store: Store) -> None:
+    if store.engine.dialect.name != "sqlite":
+        pytest.skip("the plan is SQLite's")
+    lookup = "SELECT id FROM run_specs WHERE run_id = 'r' AND spec_id = 's' AND outcome IS NULL"
+    with store.transaction() as db:
+        steps = [row[3] for row in db.execute(text(f"EXPLAIN QUERY PLAN {lookup}"))]
+    assert steps == ["SEARCH run_specs USING INDEX ix_run_specs_spec (spec_id=? AND run_id=?)"]
+
+
+def test_the_pending_specs_are_counted_when_asked(store: Store, tmp_path: Path) -> None:
+    queue = queues.queue_create(store, "q")["id"]
+    first, second = make_specs(store, "first", "second")
+    for spec_id in (first, second):
+        queues.queue_add_spec(store, queue, spec_id)
+    graph = graphs.graph_create(
+        store,
+        {
+            "name": "g",
+            "workdir": str(git_repo(tmp_path / "repo")),
+            "nodes": [{"name": "n", "command": "true"}],
+        },
+    )["id"]
+    run_id = runs.prepare_run(store, graph, queue=queue).start.run_id
+    records = RunRecords(store)
+    counted = records.read_ahead(ReadAhead(run_id=run_id, graph_id=graph))
+    uncounted = records.read_ahead(ReadAhead(run_id=run_id, graph_id=graph, count_pending=False))
+    assert counted.spec is not None and counted.spec.spec_id == first
+    assert (counted.pending, uncounted.pending) == (2, None)
+    assert uncounted.spec == counted.spec and uncounted.step == counted.step

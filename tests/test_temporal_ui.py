@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from google.protobuf.duration_pb2 import Duration
+from sqlalchemy import select
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client
@@ -20,6 +21,7 @@ from canopy import search_attributes
 from canopy.ops import graphs, runs
 from canopy.search_attributes import SEARCH_ATTRIBUTES
 from canopy.store.engine import Store
+from canopy.store.models import NodeRun
 from tests.conftest import make_specs
 from tests.engine import eventually, node_run_of
 from tests.test_signals import TIMEOUT, temporal
@@ -152,3 +154,48 @@ async def test_missing_search_attributes_are_registered_on_a_server_canopy_did_n
 
 async def _none_missing(client: Client) -> bool:
     return not await search_attributes.missing(client)
+
+
+async def test_the_run_s_progress_counts_every_spec_between_counts_and_nodes(
+    serving: Client, home_store: Store, repo: Path, tmp_path: Path
+) -> None:
+    """``spec 3 of 3`` at the last spec's second node: the total is kept between counts of
+    the pending specs (one fewer per spec closed), and a read of the next node, while the
+    spec is no longer pending, does not shrink it."""
+    store = home_store
+    alpha, beta, gamma = make_specs(store, "alpha", "beta", "gamma")
+    gate = tmp_path / "gate"
+    wait = f"while [ ! -e {gate} ]; do sleep 0.05; done"
+    nodes = [
+        {"name": "first", "command": "true"},
+        {"name": "hold", "command": f"test {{{{spec_id}}}} != {gamma} || {wait}"},
+    ]
+    graph = graphs.graph_create(
+        store,
+        {"name": "counted", "workdir": str(repo), "nodes": nodes, "specs": [alpha, beta, gamma]},
+    )["id"]
+    started = await runs.graph_run(store, graph)
+    try:
+        await eventually(
+            lambda: _node_running(store, gamma, "hold"), "the last spec's second node", TIMEOUT
+        )
+        details = await eventually(
+            lambda: _details_naming(serving, started["workflow_id"], gamma), "its details"
+        )
+        assert "spec 3 of 3" in details
+    finally:
+        gate.touch()
+    assert (await runs.wait_until_settled(store, graph, TIMEOUT))["status"] == "completed"
+
+
+def _node_running(store: Store, spec_id: str, node: str) -> bool:
+    with store.transaction() as db:
+        running = select(NodeRun.id).where(
+            NodeRun.spec_id == spec_id, NodeRun.node == node, NodeRun.status == "running"
+        )
+        return db.scalar(running) is not None
+
+
+async def _details_naming(client: Client, workflow_id: str, spec_id: str) -> str | None:
+    details = await temporal(client, "workflow", "metadata", "--workflow-id", workflow_id)
+    return details if spec_id in details and "node `hold`" in details else None

@@ -20,7 +20,7 @@ Between specs the dirty-tree guard runs (in the next node's activity); a dirty t
 
 import asyncio
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from temporalio import workflow
@@ -63,7 +63,7 @@ with workflow.unsafe.imports_passed_through():
         node_activity_timeout,
         where_next,
     )
-    from canopy.workflows.timeouts import BOOKKEEPING_TIMEOUT
+    from canopy.workflows.timeouts import BOOKKEEPING_TIMEOUT, PENDING_RECOUNT
 
 
 STATUS_KEY, BLOCKER_KEY = (SearchAttributeKey.for_keyword(name) for name in RUN_SEARCH_ATTRIBUTES)
@@ -93,6 +93,8 @@ class GraphRun(GraphRunCore):
         carries them over)."""
         self._recording: asyncio.Task[None] | None = None
         """The task recording ignored signals (held so it is not collected)."""
+        self._counted_at: datetime | None = None
+        """When the pending specs were last counted (see :data:`PENDING_RECOUNT`)."""
         self._ignored_recorded = 0
 
     @workflow.run
@@ -208,7 +210,8 @@ class GraphRun(GraphRunCore):
                 end = after
                 break
             node_name = after
-            step = (await self._read_ahead(start, spec, node_name)).step
+            # the spec is in progress, so the count of pending specs would leave it out
+            step = (await self._read_ahead(start, spec, node_name, count_pending=False)).step
         # a failed bound-spec run settles, a waiting or parked one reads afresh after
         goes_on = end.outcome == "completed" or (
             end.outcome == "failed" and start.queue_id is not None
@@ -277,11 +280,19 @@ class GraphRun(GraphRunCore):
         )
         return self._stopped(done, stopping)
 
-    async def _read_ahead(self, start: RunInput, spec: NextSpec | None, node: str | None) -> Ahead:
+    async def _read_ahead(
+        self, start: RunInput, spec: NextSpec | None, node: str | None, count_pending: bool = True
+    ) -> Ahead:
         """What runs next, read now (see :class:`ReadAhead`)."""
-        request = ReadAhead(run_id=start.run_id, graph_id=start.graph_id, spec=spec, node=node)
+        request = ReadAhead(
+            run_id=start.run_id,
+            graph_id=start.graph_id,
+            spec=spec,
+            node=node,
+            count_pending=count_pending,
+        )
         ahead = await self._store(RunRecords.read_ahead, request)
-        self._pending = ahead.pending
+        self._keep_pending(ahead)
         return ahead
 
     async def _close(
@@ -300,11 +311,23 @@ class GraphRun(GraphRunCore):
             outcome=outcome,
             ended_node=node,
             read_ahead=read_ahead,
+            count_pending=self._counted_at is None
+            or workflow.now() - self._counted_at >= PENDING_RECOUNT,
         )
         closed = await self._store(RunRecords.close_spec, request)
         if closed.ahead.read:
-            self._pending = closed.ahead.pending
+            self._keep_pending(closed.ahead, closed_one=True)
         return closed
+
+    def _keep_pending(self, ahead: Ahead, closed_one: bool = False) -> None:
+        """Keep the pending count the progress shows: as counted, else as it was (less the
+        spec just closed, which was pending when last counted)."""
+        if ahead.pending is not None:
+            self._pending, self._counted_at = ahead.pending, workflow.now()
+        elif ahead.spec is None:
+            self._pending = 0
+        elif closed_one and self._pending is not None:
+            self._pending = max(self._pending - 1, 1)
 
     async def _store(self, call: Callable[[Any, Request], Answer], request: Request) -> Answer:
         """A store call as a local activity: in this worker, within the workflow task,

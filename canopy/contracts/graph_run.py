@@ -221,6 +221,9 @@ class ReadAhead(BaseModel):
     graph_id: str
     spec: NextSpec | None = None
     node: str | None = None
+    count_pending: bool = True
+    """Also count the pending specs (:attr:`Ahead.pending`): on a big queue the count
+    costs more than the rest of the read, so a fast run asks for it now and then."""
 
 
 class Ahead(BaseModel):
@@ -236,7 +239,8 @@ class Ahead(BaseModel):
     step: NodeStep | None = None
     allow_dirty_start: bool = False
     pending: int | None = None
-    """How many specs of the run's scope are pending, ``spec`` included (for progress)."""
+    """How many specs of the run's scope are pending, ``spec`` included (for progress);
+    ``None`` when not counted."""
 
 
 class SpecClose(BaseModel):
@@ -249,6 +253,8 @@ class SpecClose(BaseModel):
     outcome: SpecOutcome
     ended_node: str | None = None
     read_ahead: bool = False
+    count_pending: bool = True
+    """As :attr:`ReadAhead.count_pending`, when reading ahead."""
 
 
 class SpecClosed(BaseModel):
