@@ -5,16 +5,16 @@ Usage: ``make bench`` or ``.venv/bin/python -m bench.cli_latency [--specs N] [--
 Each command runs R times in a fresh process (output to /dev/null); the table gives the
 median wall time and its ratio to ``python -c pass`` measured in the same run, so the
 figures compare across machines. It covers every read command, the writes on the fast
-lane (``spec create``, ``queue add``, ``session new``, ``session close``, ``graph create``),
-``canopy --help`` and a group's ``--help``, a run-control command on the full path
-(``graph pause``, refused by the store before any signal), and the floors under the
-slowest of them: bare imports of the graph model and the Temporal SDK. It reports which of
-the heavy packages each command imported.
+lane (``spec create``, ``queue add``, ``session new``, ``session close``, ``graph
+create``, ``graph edit``, ``graph delete``), ``canopy --help`` and a group's ``--help``, a
+run-control command (``graph pause``, refused by the store before any signal), and the
+floors under the slowest of them: bare imports of the graph model and the Temporal SDK.
+It reports which of the heavy packages each command imported. Commands run with their
+bytecode cached, as in an installation (:func:`bench.commands.command_env`).
 """
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -25,6 +25,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from bench.backlog import add_sessions, fill_queue
+from bench.commands import command_env
 from canopy.backlog.specformat import SECTION_NAMES, render_tagged
 from canopy.ids import new_id
 from canopy.ops import graphs, queues
@@ -51,7 +52,8 @@ def fill_store(home: Path, count: int, sessions: int, rounds: int) -> dict[str, 
     ``count`` specs over 10 workdirs, a third completed, all in one queue; ``sessions``
     live sessions; a graph with ``BOUND_SPECS`` bound specs and one finished queue run
     over them (three node runs per spec), which form the queue ``small``;
-    notifications; and a fresh spec per round for ``queue add small``.
+    notifications; a fresh spec per round for ``queue add small``; the graph ``edited``
+    for ``graph edit``, and a graph per round for ``graph delete`` (``doomed-N``).
     """
     ids = fill_queue(
         home,
@@ -66,6 +68,8 @@ def fill_store(home: Path, count: int, sessions: int, rounds: int) -> dict[str, 
     store = Store(f"sqlite:///{home / 'canopy.db'}")
     graph = graphs.graph_create(store, _definition(bound))
     _add_finished_run(store, graph["id"], bound)
+    for name in ("edited", *(f"doomed-{i}" for i in range(rounds + 1))):
+        graphs.graph_create(store, _definition([], name))
     with store.transaction() as db:
         for i in range(NOTIFICATIONS):
             notify(db, "session_not_found", f"notification {i}: a prompt is kept")
@@ -196,13 +200,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         home = Path(scratch)
         ids = fill_store(home, options.specs, options.sessions, options.runs)
-        env = {**os.environ, "CANOPY_HOME": str(home)}
-        env.pop("CANOPY_DB_URL", None)
+        env = command_env(home)
         python = sys.executable
         canopy = [str(Path(python).parent / "canopy")]
         body = render_tagged({name: f"the {name}" for name in SECTION_NAMES})
-        definition = home / "extra.json"
+        definition, edit = home / "extra.json", home / "edited.json"
         definition.write_text(json.dumps(_definition([], "extra")))
+        edit.write_text(json.dumps(_definition([], "edited")))
         commands: dict[str, Argv] = {
             BASELINE: same([python, "-c", "pass"]),
             "canopy --help": same([*canopy, "--help"]),
@@ -239,6 +243,12 @@ def main() -> None:
             "write: graph create -f FILE --json": same([
                 *canopy, "graph", "create", "-f", str(definition), "--json",
             ]),
+            "write: graph edit NAME -f FILE --json": same([
+                *canopy, "graph", "edit", "edited", "-f", str(edit), "--json",
+            ]),
+            "write: graph delete NAME --json": lambda round_number: [
+                *canopy, "graph", "delete", f"doomed-{round_number}", "--json",
+            ],
             "write: session new --platform claude --json": same([
                 *canopy, "session", "new", "--platform", "claude", "--workdir", scratch, "--json",
             ]),

@@ -17,7 +17,6 @@ the graph and session operations load).
 import argparse
 import asyncio
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -25,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.commands import command_env
 
 WORKDIRS = 10
 PAINTED = "painted"
@@ -109,8 +110,7 @@ def main() -> None:
         home = Path(scratch)
         fill_queue(home, options.specs, "everything", lambda i: f"/src/project-{i % WORKDIRS}")
         add_sessions(home, 100)
-        env = {**os.environ, "CANOPY_HOME": str(home)}
-        env.pop("CANOPY_DB_URL", None)
+        env = command_env(home)
         python, canopy = sys.executable, str(Path(sys.executable).parent / "canopy")
         child = [python, "-m", "bench.tui_first_paint", "--refreshes", str(options.refreshes)]
         one = f"/src/project-{WORKDIRS - 1}"
