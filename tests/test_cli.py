@@ -457,6 +457,16 @@ def test_graph_info_reads_a_stored_graph_without_pydantic_or_the_model(home: Pat
         assert not (unwanted | {"sqlalchemy", "typer", "rich"}) & loaded, view
 
 
+def test_graph_delete_loads_neither_pydantic_nor_the_graph_model(home: Path) -> None:
+    """Only the writes that validate a definition (create, edit) need the graph model."""
+    graph = ok(
+        run_canopy(home, "graph", "create", "-f", "-", "--json", stdin=json.dumps(example()))
+    )
+    loaded = modules_loaded(home, "graph", "delete", graph.json()["id"])
+    assert ok(run_canopy(home, "graph", "list", "--json")).json() == []
+    assert not {"pydantic", "canopy.graphs.model", "jinja2", "sqlalchemy", "typer"} & loaded
+
+
 def block_with_a_paused_run(home: Path, graph_id: str) -> None:
     """Give the graph a paused run with a node run that reported usage, a blocker and
     notifications to show, as the engine would have written them."""

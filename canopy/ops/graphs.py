@@ -30,7 +30,6 @@ from canopy.graphs.hooks import (
     remaining_events_note,
     resolve_spec_ids,
 )
-from canopy.graphs.model import GraphDefinition, validate_definition
 from canopy.ids import new_id
 from canopy.ops.common import rows_of, sql_transaction
 from canopy.ops.graph_info import (
@@ -48,6 +47,7 @@ from canopy.timefmt import utcnow
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from canopy.graphs.model import GraphDefinition
     from canopy.store.engine import Store
     from canopy.store.queries import Rows
 
@@ -64,6 +64,10 @@ def graph_create(store: Store | Rows, definition: Mapping[str, Any]) -> dict[str
 
     Hooks' ``spec_ids`` resolve against the specs it binds (a new graph has no run).
     """
+    # The graph model (pydantic, jinja2, the platforms) is imported by the writes that
+    # validate a definition, not by reads or deletes, which the fast lane serves too.
+    from canopy.graphs.model import validate_definition
+
     graph = validate_definition(definition)
     now = utcnow()
     columns = _definition_columns(graph, now)
@@ -142,6 +146,8 @@ def graph_edit(store: Store | Rows, graph: str, changes: Mapping[str, Any]) -> d
         merged = {**stored, **changes}
         if isinstance(changes.get("hooks"), Mapping):
             merged["hooks"] = {**stored["hooks"], **changes["hooks"]}
+        from canopy.graphs.model import validate_definition  # see graph_create
+
         checked = validate_definition(merged)
         columns = _definition_columns(checked, utcnow())
         if "specs" in changes:
