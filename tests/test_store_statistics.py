@@ -33,23 +33,29 @@ def plan(store: Store, run_id: str) -> list[str]:
         return [row[3] for row in driver.execute(f"EXPLAIN QUERY PLAN {query}", params)]
 
 
+def a_queue_run(store: Store, tmp_path: Path, names: list[str]) -> tuple[str, str, list[str]]:
+    """A prepared run (its id) of a one-command-node graph (its id) over a queue of new
+    specs with these names (their ids), as ``graph run --queue`` records it."""
+    queue = queues.queue_create(store, "q")["id"]
+    specs = make_specs(store, *names)
+    for spec_id in specs:
+        queues.queue_add_spec(store, queue, spec_id)
+    definition = {
+        "name": "g",
+        "workdir": str(git_repo(tmp_path / "repo")),
+        "nodes": [{"name": "n", "command": "true"}],
+    }
+    graph = graphs.graph_create(store, definition)["id"]
+    return runs.prepare_run(store, graph, queue=queue).start.run_id, graph, list(specs)
+
+
 def test_a_run_start_lets_the_planner_walk_the_queue_in_order(store: Store, tmp_path: Path) -> None:
     if store.engine.dialect.name != "sqlite":
         pytest.skip("Postgres keeps its own statistics")
-    queue = queues.queue_create(store, "big")["id"]
-    for spec_id in make_specs(store, *(f"s{index}" for index in range(400))):
-        queues.queue_add_spec(store, queue, spec_id)
-    graph = graphs.graph_create(
-        store,
-        {
-            "name": "g",
-            "workdir": str(git_repo(tmp_path / "repo")),
-            "nodes": [{"name": "n", "command": "true"}],
-        },
-    )["id"]
+    names = [f"s{index}" for index in range(400)]
     with store.transaction() as db:
         db.execute(text("DELETE FROM sqlite_stat1"))
-    run_id = runs.prepare_run(store, graph, queue=queue).start.run_id
+    run_id, _graph, _specs = a_queue_run(store, tmp_path, names)
     with store.transaction() as db:
         analyzed = db.execute(text("SELECT idx FROM sqlite_stat1 WHERE tbl = 'specs'")).scalars()
         assert "ix_specs_id_status" in set(analyzed)
@@ -68,19 +74,7 @@ def test_a_spec_s_passage_is_found_by_its_spec(store: Store) -> None:
 
 
 def test_the_pending_specs_are_counted_when_asked(store: Store, tmp_path: Path) -> None:
-    queue = queues.queue_create(store, "q")["id"]
-    first, second = make_specs(store, "first", "second")
-    for spec_id in (first, second):
-        queues.queue_add_spec(store, queue, spec_id)
-    graph = graphs.graph_create(
-        store,
-        {
-            "name": "g",
-            "workdir": str(git_repo(tmp_path / "repo")),
-            "nodes": [{"name": "n", "command": "true"}],
-        },
-    )["id"]
-    run_id = runs.prepare_run(store, graph, queue=queue).start.run_id
+    run_id, graph, (first, _second) = a_queue_run(store, tmp_path, ["first", "second"])
     records = RunRecords(store)
     counted = records.read_ahead(ReadAhead(run_id=run_id, graph_id=graph))
     uncounted = records.read_ahead(ReadAhead(run_id=run_id, graph_id=graph, count_pending=False))
