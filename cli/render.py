@@ -25,7 +25,8 @@ import re
 import sys
 import time
 import unicodedata
-from typing import TYPE_CHECKING
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -93,20 +94,21 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
         print_line(f"{shown_title + ': ' if shown_title else ''}(none)")
         return
     cells = [["" if cell is None else printable(str(cell)) for cell in row] for row in rows]
-    if _on_terminal():
+    if _on_terminal(sys.stdout):
         _print_rich_table(shown_title, columns, cells)
     else:
         sys.stdout.write(_plain_table(shown_title, [printable(c) for c in columns], cells))
 
 
-def _on_terminal() -> bool:
-    """Whether stdout is a terminal, as rich decides it (``TTY_COMPATIBLE``, ``FORCE_COLOR``)."""
+def _on_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal, as rich decides it (``TTY_COMPATIBLE``,
+    ``FORCE_COLOR``)."""
     compatible = os.environ.get("TTY_COMPATIBLE", "")
     if compatible in ("0", "1"):
         return compatible == "1"
     if "FORCE_COLOR" in os.environ:
         return os.environ["FORCE_COLOR"] != ""
-    return sys.stdout.isatty()
+    return stream.isatty()
 
 
 def _print_rich_table(title: str | None, columns: Sequence[str], rows: list[list[str]]) -> None:
@@ -169,7 +171,13 @@ def print_block(text: str) -> None:
 def spinner(text: str | Callable[[], str]) -> AbstractContextManager[Any]:
     """A status line on stderr while a command waits, shown only on a terminal (piped or
     redirected, nothing): a spinner, ``text`` escaped, and the time elapsed. A function
-    is asked for the text at every refresh, so the line can follow what is waited for."""
+    is asked for the text at every refresh, so the line can follow what is waited for.
+
+    Off a terminal it is an empty context, without importing rich: rich would show
+    nothing there either, and loading it costs more than the rest of a refused command.
+    """
+    if not _on_terminal(sys.stderr):
+        return nullcontext()
     from rich.console import Console
 
     return Console(stderr=True).status(_Status(text))
