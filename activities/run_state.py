@@ -16,11 +16,13 @@ from canopy.contracts.graph_run import (
     RunPause,
     RunRef,
 )
+from canopy.ops.common import rows_of
 from canopy.ops.notifications import notify
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import Store
+from canopy.store.graph_reset import reset_graph_record
 from canopy.store.models import Graph, NodeRun, QueueMember, Run, RunSpec, Spec
-from canopy.store.run_records import IGNORED_SIGNALS, reset_graph_record, set_run_status
+from canopy.store.run_records import IGNORED_SIGNALS, set_run_status
 from canopy.timefmt import to_iso
 
 SAME_PASSAGE = (RunSpec.run_id == NodeRun.run_id) & (RunSpec.spec_id == NodeRun.spec_id)
@@ -65,7 +67,7 @@ class RunControl:
         with self._store.transaction() as db:
             run = db.get_one(Run, request.run_id)
             if run.status in ACTIVE_RUN_STATUSES:
-                reset_graph_record(db, run.graph_id)
+                reset_graph_record(rows_of(db), run.graph_id)
 
     @activity.defn
     def allows_dirty_start(self, request: GraphRef) -> bool:

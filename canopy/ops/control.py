@@ -42,8 +42,8 @@ from canopy.ops.common import rows_of
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store
+from canopy.store.graph_reset import reset_graph_record
 from canopy.store.models import Graph, GraphSpec, Queue, QueueMember, Run, Spec
-from canopy.store.run_records import reset_graph_record
 from canopy.temporal import client as temporal_client
 from canopy.timefmt import utcnow
 
@@ -522,9 +522,8 @@ def _reset_in_store(store: Store, state: GraphState, note: str | None) -> dict[s
             raise Refused(
                 f"graph {state.name} changed while resetting (active run now {started}); try again"
             )
-        reset_graph_record(db, state.id)
-        db.flush()
-        db.expire_all()
+        reset_graph_record(rows_of(db), state.id)
+        db.expire_all()  # the reset wrote around the ORM
         return _result(_read(db, state.id), state.run, None, note)
 
 

@@ -1,12 +1,10 @@
-"""Store records of runs shared by the reset operation and the run's own activities."""
+"""Store records of runs that pausing, resuming and settling a run share."""
 
 from typing import Any
 
-from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from canopy.statuses import ACTIVE_RUN_STATUSES
-from canopy.store.models import Graph, GraphSpec, NodeRun, Run, RunSpec, Spec
+from canopy.store.models import Graph, Run
 from canopy.timefmt import utcnow
 
 IGNORED_SIGNALS = "ignored_signals"
@@ -24,44 +22,3 @@ def set_run_status(db: Session, run_id: str, status: str, blocker: dict[str, Any
     graph.blocker = blocker
     graph.updated_at = utcnow()
     return run
-
-
-def reset_graph_record(db: Session, graph_id: str) -> None:
-    """The store side of a reset: graph ``idle``, blocker cleared, bound specs ``pending``.
-
-    A run still marked active (its workflow gone) ends as ``reset``; its open spec
-    passages end ``interrupted`` and their specs go back to ``pending``, and node runs still
-    marked running end ``interrupted`` — so nothing is left looking in flight.
-    """
-    now = utcnow()
-    run_ids = select(Run.id).where(Run.graph_id == graph_id)
-    db.execute(
-        update(Run)
-        .where(Run.graph_id == graph_id, Run.status.in_(ACTIVE_RUN_STATUSES))
-        .values(status="reset", ended_at=now, scheduled_resume_at=None)
-    )
-    open_passages = select(RunSpec.spec_id).where(
-        RunSpec.run_id.in_(run_ids), RunSpec.outcome.is_(None)
-    )
-    db.execute(
-        update(Spec)
-        .where(Spec.id.in_(open_passages), Spec.status == "in_progress")
-        .values(status="pending", updated_at=now)
-    )
-    db.execute(
-        update(RunSpec)
-        .where(RunSpec.run_id.in_(run_ids), RunSpec.outcome.is_(None))
-        .values(outcome="interrupted", ended_at=now)
-    )
-    db.execute(
-        update(NodeRun)
-        .where(NodeRun.run_id.in_(run_ids), NodeRun.status == "running")
-        .values(status="interrupted", ended_at=now)
-    )
-    bound = select(GraphSpec.spec_id).where(GraphSpec.graph_id == graph_id)
-    db.execute(update(Spec).where(Spec.id.in_(bound)).values(status="pending", updated_at=now))
-    db.execute(
-        update(Graph)
-        .where(Graph.id == graph_id)
-        .values(status="idle", blocker=None, updated_at=now)
-    )
