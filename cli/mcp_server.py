@@ -39,6 +39,7 @@ from mcp.types import (
 from pydantic import Field, ValidationError
 
 from canopy.backlog.specformat import SECTION_NAMES
+from canopy.contracts.graph_run_signals import CONTINUE_MODES
 from canopy.errors import Refused, debug_requested, unexpected_error_line
 from canopy.limits import text_problem
 from canopy.ops import control, graphs, notifications, projects, queues, runs, specs
@@ -281,9 +282,7 @@ async def graph_control_tool(
     host: RunHost = None,
     mode: Annotated[
         str | None,
-        Field(
-            description=f"continue: one of {', '.join(control.CONTINUE_MODES)} (default recheck)."
-        ),
+        Field(description=f"continue: one of {', '.join(CONTINUE_MODES)} (default recheck)."),
     ] = None,
     node: Annotated[
         str | None,
@@ -919,7 +918,7 @@ def _choices() -> dict[str, tuple[str, ...]]:
         "status": SPEC_STATUSES,
         "status_action": tuple(SET_STATUS_ACTIONS),
         "section": SECTION_NAMES,
-        "mode": control.CONTINUE_MODES,
+        "mode": CONTINUE_MODES,
         "platform": tuple(platform_names()),  # the built-in ones and the config file's
     }
 

@@ -11,6 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from canopy.contracts.graph_run_signals import CONTROL_SIGNALS, ContinueMode
+from canopy.contracts.graph_run_signals import SIGNAL_CONTINUE as SIGNAL_CONTINUE  # re-exported
+from canopy.contracts.graph_run_signals import SIGNAL_PAUSE as SIGNAL_PAUSE
+from canopy.contracts.graph_run_signals import SIGNAL_RESET as SIGNAL_RESET
+from canopy.contracts.graph_run_signals import SIGNAL_SKIP_NEXT_SPEC as SIGNAL_SKIP_NEXT_SPEC
+from canopy.contracts.graph_run_signals import SIGNAL_STOP as SIGNAL_STOP
 from canopy.contracts.inputs import BareValueAccepted
 from canopy.graphs.hooks import HookEvent
 from canopy.graphs.model import AgentConfig, AgentNode, EnsembleNode, Node
@@ -345,9 +351,6 @@ class RunStatus(BaseModel):
     counts: RunCounts = Field(default_factory=RunCounts)
 
 
-ContinueMode = Literal["recheck", "run_from_node", "skip_next_spec"]
-
-
 class ContinueRequest(BaseModel):
     """The ``continue_run`` signal: how a paused run should go on.
 
@@ -361,16 +364,6 @@ class ContinueRequest(BaseModel):
     mode: ContinueMode = "recheck"
     node: str | None = None
     spec_id: str | None = None
-
-
-SIGNAL_CONTINUE = "continue_run"
-SIGNAL_SKIP_NEXT_SPEC = "skip_next_spec"
-SIGNAL_PAUSE = "pause"
-SIGNAL_STOP = "stop"
-SIGNAL_RESET = "reset"
-QUERY_STATUS = "status"
-CONTROL_SIGNALS = (SIGNAL_CONTINUE, SIGNAL_SKIP_NEXT_SPEC, SIGNAL_PAUSE, SIGNAL_STOP, SIGNAL_RESET)
-"""Every signal a graph run takes; anything else sent to it is ignored, and recorded."""
 
 
 class IgnoredSignal(ValueError):

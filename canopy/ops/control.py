@@ -1,13 +1,14 @@
 """Steering a run from outside: continue, pause, stop, reset (``graph_control``, DESIGN §6).
 
-The GraphRun workflow owns what a run does; these functions only ask it. Each one first
-validates against the store and refuses with one line naming the current state, so
-nothing is sent that the workflow would have to ignore. Then it signals the run's
-workflow and polls the store for a few seconds for the change the workflow writes through
-its activities. Temporal accepts a signal even while no worker is running, so when the
-change does not show in time the result explains why, in ``note``: either it lands later
-by design (a pause waits for the spec boundary, a stop for the node to die) or no worker
-serves the run's task queue and it takes effect when one starts.
+The GraphRun workflow owns what a run does; these functions only ask it. Each command is
+first checked against the store (:mod:`canopy.ops.control_checks`), which refuses with
+one line naming the current state, so nothing is sent that the workflow would have to
+ignore. Then :func:`steer` signals the run's workflow and polls the store for a few
+seconds for the change the workflow writes through its activities. Temporal accepts a
+signal even while no worker is running, so when the change does not show in time the
+result explains why, in ``note``: either it lands later by design (a pause waits for the
+spec boundary, a stop for the node to die) or no worker serves the run's task queue and
+it takes effect when one starts.
 
 ``consistency_warning`` (DESIGN §6.7) lives here as well: it is the other place that
 compares the store with Temporal. temporalio is imported only inside the functions that
@@ -20,30 +21,15 @@ import asyncio
 import shlex
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+from datetime import UTC, timedelta
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
-from canopy.contracts.graph_run import (
-    QUERY_STATUS,
-    SIGNAL_CONTINUE,
-    SIGNAL_PAUSE,
-    SIGNAL_RESET,
-    SIGNAL_STOP,
-    ContinueMode,
-    ContinueRequest,
-    RunStatus,
-)
+from canopy.contracts.graph_run_signals import QUERY_STATUS, SIGNAL_CONTINUE, SIGNAL_RESET
 from canopy.errors import Refused
-from canopy.ops.common import rows_of
-from canopy.statuses import ACTIVE_RUN_STATUSES
+from canopy.ops import control_checks as checks
+from canopy.ops.common import sql_transaction
 from canopy.store import queries
-from canopy.store.engine import Store
 from canopy.store.graph_reset import reset_graph_record
-from canopy.store.models import Graph, GraphSpec, Queue, QueueMember, Run, Spec
 from canopy.temporal import client as temporal_client
 from canopy.timefmt import utcnow
 
@@ -51,9 +37,11 @@ if TYPE_CHECKING:
     from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionResponse
     from temporalio.client import Client, WorkflowHandle
 
+    from canopy.contracts.graph_run import RunStatus
+    from canopy.ops.control_checks import Control, GraphState, Steering
     from canopy.ops.graph_info import GraphInfo
-
-CONTINUE_MODES: tuple[str, ...] = get_args(ContinueMode)
+    from canopy.store.engine import Store
+    from canopy.store.queries import Rows
 
 ANSWER_WAIT_SECONDS = 5.0
 """How long a command polls the store for the workflow's answer before explaining the delay."""
@@ -75,247 +63,61 @@ milliseconds with nothing in flight) is not reported as stuck."""
 T = TypeVar("T")
 
 
-# --------------------------------------------------------------------------- store views
-
-
-@dataclass(frozen=True)
-class ActiveRun:
-    """The run that owns a graph (``running`` or ``paused``) and its workflow."""
-
-    id: str
-    workflow_id: str
-    queue_id: str | None
-
-
-@dataclass(frozen=True)
-class GraphState:
-    """What the store says about a graph: enough to validate a command and see it land."""
-
-    id: str
-    name: str
-    status: str
-    blocker: dict[str, Any] | None
-    updated_at: datetime
-    nodes: tuple[str, ...]
-    run: ActiveRun | None
-
-    @property
-    def shell_name(self) -> str:
-        """The name as typed on a command line, for the hints in messages."""
-        return shlex.quote(self.name)
-
-
-def _read(db: Session, graph_id: str) -> GraphState:
-    row = db.get_one(Graph, graph_id)
-    run = db.scalars(
-        select(Run)
-        .where(Run.graph_id == graph_id, Run.status.in_(ACTIVE_RUN_STATUSES))
-        .order_by(Run.number.desc())
-    ).first()
-    return GraphState(
-        id=row.id,
-        name=row.name,
-        status=row.status,
-        blocker=row.blocker,
-        updated_at=row.updated_at,
-        nodes=tuple(node["name"] for node in row.nodes),
-        run=ActiveRun(run.id, run.workflow_id, run.queue_id) if run is not None else None,
-    )
-
-
-def _resolve(db: Session, graph: str) -> GraphState:
-    return _read(db, queries.resolve_id(rows_of(db), "graph", graph))
-
-
-def _state_of(store: Store, graph: str) -> GraphState:
-    with store.transaction() as db:
-        return _resolve(db, graph)
-
-
-def _result(
-    after: GraphState, run: ActiveRun | None, signal: str | None, note: str | None
-) -> dict[str, Any]:
-    """The JSON answer of every command: the graph as it stands now and what was done."""
-    return {
-        "graph_id": after.id,
-        "name": after.name,
-        "status": after.status,
-        "blocker": after.blocker,
-        "run_id": run.id if run is not None else None,
-        "workflow_id": run.workflow_id if run is not None else None,
-        "signal": signal,
-        "note": note,
-    }
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def _require_run(state: GraphState) -> ActiveRun:
-    """The active run, or a refusal: a graph marked active without one needs a reset."""
-    if state.run is None:
-        raise Refused(
-            f"graph {state.name} is {state.status} but has no active run; "
-            f"reset it: canopy graph reset {state.shell_name}"
-        )
-    return state.run
-
-
-def _check_mode(mode: str, node: str | None, spec: str | None) -> None:
-    if mode not in CONTINUE_MODES:
-        raise Refused(f"unknown continue mode {mode!r}; one of {', '.join(CONTINUE_MODES)}")
-    if mode != "run_from_node" and (node is not None or spec is not None):
-        raise Refused(f"node and spec apply only to mode run_from_node, not {mode}")
-
-
-def _check_node(state: GraphState, node: str) -> None:
-    if node not in state.nodes:
-        raise Refused(
-            f"graph {state.name} has no node {node!r}; its nodes are {', '.join(state.nodes)}"
-        )
-
-
-def _directed_spec(db: Session, state: GraphState, run: ActiveRun, spec: str) -> str:
-    """The full id of ``spec`` (a unique prefix), which must be pending in the run's scope:
-    the queue it drains, or the graph's bound specs for a bound-spec run."""
-    spec_id = queries.resolve_id(rows_of(db), "spec", spec)
-    if run.queue_id is not None:
-        in_scope = db.get(QueueMember, (run.queue_id, spec_id)) is not None
-        queue_name = db.scalar(select(Queue.name).where(Queue.id == run.queue_id))
-        scope = f"in queue {queue_name}, which run {run.id} drains"
-    else:
-        in_scope = db.get(GraphSpec, (state.id, spec_id)) is not None
-        scope = f"bound to graph {state.name}"
-    if not in_scope:
-        raise Refused(f"spec {spec_id} is not {scope}")
-    status = db.get_one(Spec, spec_id).status
-    if status != "pending":
-        raise Refused(
-            f"spec {spec_id} is {status}, not pending; run_from_node starts a pending spec"
-        )
-    return spec_id
-
-
-def _continue_request(
-    store: Store, graph: str, mode: str, node: str | None, spec: str | None
-) -> tuple[GraphState, ContinueRequest]:
-    """Validate a continue against the store; the graph and the signal's payload."""
-    _check_mode(mode, node, spec)
-    with store.transaction() as db:
-        state = _resolve(db, graph)
-        if state.status != "paused":
-            raise Refused(
-                f"graph {state.name} is {state.status}, not paused; "
-                "continue applies to a paused graph"
-            )
-        run = _require_run(state)
-        if node is not None:
-            _check_node(state, node)
-        spec_id = _directed_spec(db, state, run, spec) if spec is not None else None
-    request = ContinueRequest.model_validate({"mode": mode, "node": node, "spec_id": spec_id})
-    return state, request
-
-
-def _check_running(state: GraphState, verb: str, when_paused: str) -> None:
-    """Pause and stop act on a running graph only."""
-    if state.status == "paused":
-        raise Refused(f"graph {state.name} is already paused{when_paused}")
-    if state.status != "running":
-        raise Refused(f"graph {state.name} is {state.status}; nothing to {verb}")
-    _require_run(state)
-
-
 # --------------------------------------------------------------------------- commands
 
 
-@dataclass(frozen=True)
-class Control:
-    """One control message: its signal and payload, how its effect shows in the store,
-    and what to say when that effect is late although a worker is serving the run."""
-
-    signal: str
-    payload: ContinueRequest | None
-    landed: Callable[[GraphState, GraphState], bool]
-    late: str
-
-
-def _resumed(before: GraphState, after: GraphState) -> bool:
-    """Any answer to a continue: not paused any more, or paused again with a fresh blocker
-    (a re-check that found the tree still dirty rewrites the blocker and ``updated_at``)."""
-    return (
-        after.status != "paused"
-        or after.blocker != before.blocker
-        or after.updated_at != before.updated_at
-    )
-
-
-def _not_running(before: GraphState, after: GraphState) -> bool:
-    return after.status != "running"
-
-
-def _run_ended(before: GraphState, after: GraphState) -> bool:
-    return after.run is None or before.run is None or after.run.id != before.run.id
-
-
 async def graph_continue(
-    store: Store,
+    store: Store | Rows,
     graph: str,
     mode: str = "recheck",
     node: str | None = None,
     spec: str | None = None,
     wait: float = ANSWER_WAIT_SECONDS,
 ) -> dict[str, Any]:
-    """Resume a paused run: ``recheck`` the dirty-tree guard, ``run_from_node`` (a directed
-    start of ``spec`` at ``node``, not refused by the guard) or ``skip_next_spec``."""
-    state, request = _continue_request(store, graph, mode, node, spec)
-    late = (
-        f"continue sent; the run has not resumed yet (watch: canopy graph info {state.shell_name})"
-    )
-    result = await _send(store, state, Control(SIGNAL_CONTINUE, request, _resumed, late), wait)
-    if result["status"] == "paused" and result["note"] is None and result["blocker"]:
-        result["note"] = f"still paused: {result['blocker'].get('message')}"
-    return result
+    """Resume a paused run (:func:`~canopy.ops.control_checks.check_continue`)."""
+    return await steer(store, checks.check_continue(store, graph, mode, node, spec), wait)
 
 
 async def graph_pause(
-    store: Store, graph: str, wait: float = ANSWER_WAIT_SECONDS
+    store: Store | Rows, graph: str, wait: float = ANSWER_WAIT_SECONDS
 ) -> dict[str, Any]:
     """Pause a running graph at the next spec boundary (the spec in flight finishes)."""
-    state = _state_of(store, graph)
-    _check_running(state, "pause", "")
-    late = "pause requested; the run pauses after the current spec"
-    return await _send(store, state, Control(SIGNAL_PAUSE, None, _not_running, late), wait)
+    return await steer(store, checks.check_pause(store, graph), wait)
 
 
-async def graph_stop(store: Store, graph: str, wait: float = ANSWER_WAIT_SECONDS) -> dict[str, Any]:
-    """Cancel the node in flight (its process group is killed), mark the spec interrupted
-    and pause; ``continue`` runs the spec again."""
-    state = _state_of(store, graph)
-    _check_running(state, "stop", "; nothing is in flight to stop")
-    late = "stop requested; the run pauses once the node in flight has been cancelled"
-    return await _send(store, state, Control(SIGNAL_STOP, None, _not_running, late), wait)
+async def graph_stop(
+    store: Store | Rows, graph: str, wait: float = ANSWER_WAIT_SECONDS
+) -> dict[str, Any]:
+    """Cancel the node in flight and pause (:func:`~canopy.ops.control_checks.check_stop`)."""
+    return await steer(store, checks.check_stop(store, graph), wait)
 
 
 async def graph_reset(
-    store: Store, graph: str, wait: float = ANSWER_WAIT_SECONDS
+    store: Store | Rows, graph: str, wait: float = ANSWER_WAIT_SECONDS
 ) -> dict[str, Any]:
-    """Return the graph to ``idle``: blocker cleared, bound specs reopened to pending.
+    """Return the graph to ``idle`` (:func:`~canopy.ops.control_checks.check_reset`)."""
+    return await steer(store, checks.check_reset(store, graph), wait)
 
-    An active run is asked to end (it stops its node and marks its spec interrupted).
-    Without one — a settled graph, or a run whose workflow is gone from Temporal — the
-    reset is done in the store alone.
-    """
-    state = _state_of(store, graph)
-    if state.status == "idle" and state.blocker is None and state.run is None:
-        raise Refused(f"graph {state.name} is idle; nothing to reset")
-    if state.run is None:
+
+async def steer(
+    store: Store | Rows, steering: Steering, wait: float = ANSWER_WAIT_SECONDS
+) -> dict[str, Any]:
+    """Carry out a checked command: signal the run's workflow and wait up to ``wait``
+    seconds for the store to show the effect; a reset with no workflow to ask (none, or
+    one gone from Temporal) is done in the store."""
+    state, control = steering.state, steering.control
+    if control is None:
         return _reset_in_store(store, state, None)
-    late = "reset requested; the run ends once the node in flight has been cancelled"
     try:
-        return await _send(store, state, Control(SIGNAL_RESET, None, _run_ended, late), wait)
+        result = await _send(store, state, control, wait)
     except _WorkflowGone as gone:
-        note = f"workflow {state.run.workflow_id} {gone}; reset the store record only"
+        workflow_id = checks.require_run(state).workflow_id
+        note = f"workflow {workflow_id} {gone}; reset the store record only"
         return _reset_in_store(store, state, note)
+    still_paused = result["status"] == "paused" and result["note"] is None and result["blocker"]
+    if control.signal == SIGNAL_CONTINUE and still_paused:
+        result["note"] = f"still paused: {result['blocker'].get('message')}"
+    return result
 
 
 # --------------------------------------------------------------------------- signalling
@@ -325,9 +127,11 @@ class _WorkflowGone(Exception):
     """The run's workflow cannot take signals: it has ended or Temporal does not know it."""
 
 
-async def _send(store: Store, state: GraphState, control: Control, wait: float) -> dict[str, Any]:
+async def _send(
+    store: Store | Rows, state: GraphState, control: Control, wait: float
+) -> dict[str, Any]:
     """Signal the active run's workflow, then wait for the store to show the effect."""
-    run = _require_run(state)
+    run = checks.require_run(state)
     client = await temporal_client.connect()
     handle = client.get_workflow_handle(run.workflow_id)
     try:
@@ -341,17 +145,21 @@ async def _send(store: Store, state: GraphState, control: Control, wait: float) 
         ) from gone
     after, landed = await _await_store(store, state, control.landed, wait)
     note = None if landed else await _late_note(client, handle, control.late)
-    return _result(after, run, control.signal, note)
+    return checks.result(after, run, control.signal, note)
 
 
 async def _signal(handle: WorkflowHandle[Any, Any], control: Control) -> None:
+    """Send ``control``; its payload goes as the contract's model, loaded only for the
+    signal that has one (the contract imports the graph model and the platforms)."""
     from temporalio.service import RPCError, RPCStatusCode
 
     try:
         if control.payload is None:
             await handle.signal(control.signal)
         else:
-            await handle.signal(control.signal, control.payload)
+            from canopy.contracts.graph_run import ContinueRequest
+
+            await handle.signal(control.signal, ContinueRequest.model_validate(control.payload))
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
             raise _WorkflowGone(f"is not running in Temporal ({error.message})") from error
@@ -359,17 +167,22 @@ async def _signal(handle: WorkflowHandle[Any, Any], control: Control) -> None:
 
 
 async def _await_store(
-    store: Store,
+    store: Store | Rows,
     before: GraphState,
     landed: Callable[[GraphState, GraphState], bool],
     wait: float,
 ) -> tuple[GraphState, bool]:
-    """Poll the store until ``landed`` holds or ``wait`` seconds pass; the last state seen."""
+    """Poll the store until ``landed`` holds or ``wait`` seconds pass; the last state seen.
+
+    Every poll reads what the workflow committed last: on a :class:`Store` each one is a
+    transaction of its own, and the fast lane's runner has no transaction open (its
+    ``sqlite3`` connection begins one only to write, and a check writes nothing).
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     while True:
-        with store.transaction() as db:
-            after = _read(db, before.id)
+        with sql_transaction(store) as rows:
+            after = checks.read_state(rows, before.id)
         if landed(before, after):
             return after, True
         if loop.time() >= deadline:
@@ -512,19 +325,18 @@ async def _daemon_problem() -> str | None:
 # --------------------------------------------------------------------------- store-only reset
 
 
-def _reset_in_store(store: Store, state: GraphState, note: str | None) -> dict[str, Any]:
+def _reset_in_store(store: Store | Rows, state: GraphState, note: str | None) -> dict[str, Any]:
     """Reset with no workflow to ask; refused if a run started since ``state`` was read."""
-    with store.transaction() as db:
-        queries.lock_graph(rows_of(db), state.id)
-        current = _read(db, state.id)
+    with sql_transaction(store) as rows:
+        queries.lock_graph(rows, state.id)
+        current = checks.read_state(rows, state.id)
         if current.run != state.run:
             started = current.run.id if current.run is not None else "none"
             raise Refused(
                 f"graph {state.name} changed while resetting (active run now {started}); try again"
             )
-        reset_graph_record(rows_of(db), state.id)
-        db.expire_all()  # the reset wrote around the ORM
-        return _result(_read(db, state.id), state.run, None, note)
+        reset_graph_record(rows, state.id)
+        return checks.result(checks.read_state(rows, state.id), state.run, None, note)
 
 
 # --------------------------------------------------------------------------- consistency
@@ -639,6 +451,8 @@ async def _query_warning(
 
 async def _query_status(handle: WorkflowHandle[Any, Any]) -> RunStatus:
     """The ``status`` query, bounded: with no worker up it would otherwise hang."""
+    from canopy.contracts.graph_run import RunStatus
+
     timeout = timedelta(seconds=QUERY_TIMEOUT_SECONDS)
     query = handle.query(QUERY_STATUS, result_type=RunStatus, rpc_timeout=timeout)
     status: RunStatus = await asyncio.wait_for(query, QUERY_TIMEOUT_SECONDS + 1)
