@@ -1,5 +1,5 @@
-"""The fast lane: the store commands people and agents run most, without typer or
-SQLAlchemy.
+"""The fast lane: the store commands people and agents run most, and the steering
+commands, without typer or SQLAlchemy.
 
 Importing typer (which builds its options with pydantic) costs several interpreter starts,
 and SQLAlchemy about ten, while these commands only read or write a few rows. So they
@@ -360,6 +360,35 @@ def _graph_delete(rows: Rows, _options: Options, positionals: list[str], as_json
     emit(result, as_json, lambda: views.show_graph_deleted(result))
 
 
+# --------------------------------------------------------------------------- steering
+
+
+def _graph_continue(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.cli import steering
+
+    mode = options.get("--mode", "recheck")
+    node, spec = options.get("--node"), options.get("--spec")
+    steering.continue_run(rows, positionals[0], mode, node, spec, as_json)
+
+
+def _graph_pause(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.cli import steering
+
+    steering.pause(rows, positionals[0], as_json)
+
+
+def _graph_stop(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.cli import steering
+
+    steering.stop(rows, positionals[0], as_json)
+
+
+def _graph_reset(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+    from canopy.cli import steering
+
+    steering.reset(rows, positionals[0], as_json)
+
+
 # --------------------------------------------------------------------------- sessions
 
 
@@ -469,6 +498,12 @@ _COMMANDS: dict[tuple[str, ...], _Command] = {
         aliases={"-f": "--file"},
     ),
     ("graph", "delete"): _Command(_graph_delete, (1, 1)),
+    ("graph", "continue"): _Command(
+        _graph_continue, (1, 1), options=("--mode", "--node", "--spec")
+    ),
+    ("graph", "pause"): _Command(_graph_pause, (1, 1)),
+    ("graph", "stop"): _Command(_graph_stop, (1, 1)),
+    ("graph", "reset"): _Command(_graph_reset, (1, 1)),
     ("session", "list"): _Command(_session_list, flags=("--all",)),
     ("session", "get"): _Command(_session_get, (1, 1), flags=("--transcript",)),
     ("session", "new"): _Command(

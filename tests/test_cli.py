@@ -1,26 +1,32 @@
 """The CLI as users run it: subprocesses against a temporary ``CANOPY_HOME``."""
 
+import asyncio
 import importlib.metadata
 import json
 import re
+import shlex
 import socket
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy.exc import IntegrityError, OperationalError
+from temporalio.client import Client, WorkflowHandle
 from typer.core import TyperGroup
 
 from canopy.cli.app import COMMANDS, load_command
 from canopy.errors import unexpected_error_line
+from canopy.ops import runs
 from canopy.ops.notifications import notify
 from canopy.store.engine import Store
 from canopy.store.models import Graph, NodeRun, Run
 from canopy.timefmt import utcnow
 from tests.cli_helpers import Result, canopy_env, run_canopy
-from tests.conftest import body, snapshot
+from tests.conftest import body, make_specs, snapshot
+from tests.engine import eventually, make_graph, node_run_of
 from tests.test_graphs import example
 
 
@@ -267,26 +273,33 @@ def test_tables_are_not_cut_to_a_width_when_piped(home: Path) -> None:
         assert name in row and "/a/workdir/path/deep/enough/to/be/cut/as/well" in row
 
 
-def modules_loaded(home: Path, *args: str) -> set[str]:
-    """Every module in ``sys.modules`` once ``canopy ARGS`` has run in a fresh interpreter.
+LOADED_SCRIPT = (
+    "import sys; from canopy.cli.main import run; run(sys.argv[1:]); "
+    "sys.stderr.write('\\nloaded: ' + ' '.join(sys.modules))"
+)
+"""Runs ``canopy ARGS`` in a fresh interpreter, then lists ``sys.modules`` on stderr.
 
-    ``-X importtime`` does not report modules loaded through :mod:`importlib`, which is
-    how the root loads its commands.
-    """
-    script = (
-        "import sys; from canopy.cli.main import run; run(sys.argv[1:]); "
-        "sys.stderr.write('\\nloaded: ' + ' '.join(sys.modules))"
-    )
+``-X importtime`` does not report modules loaded through :mod:`importlib`, which is how
+the root loads its commands."""
+
+
+def loaded_from(stderr: str) -> set[str]:
+    """The modules :data:`LOADED_SCRIPT` listed."""
+    last = stderr.splitlines()[-1]
+    assert last.startswith("loaded: "), stderr
+    return set(last.split()[1:])
+
+
+def modules_loaded(home: Path, *args: str) -> set[str]:
+    """Every module in ``sys.modules`` once ``canopy ARGS`` has run in a fresh interpreter."""
     completed = subprocess.run(
-        [sys.executable, "-c", script, *args],
+        [sys.executable, "-c", LOADED_SCRIPT, *args],
         capture_output=True,
         text=True,
         env=canopy_env(home),
         timeout=120,
     )
-    last = completed.stderr.splitlines()[-1]
-    assert last.startswith("loaded: "), completed.stderr
-    return set(last.split()[1:])
+    return loaded_from(completed.stderr)
 
 
 COMMAND_MODULES = {module for module, _attribute, _line in COMMANDS.values()}
@@ -467,6 +480,134 @@ def test_graph_delete_loads_neither_pydantic_nor_the_graph_model(home: Path) -> 
     assert not {"pydantic", "canopy.graphs.model", "jinja2", "sqlalchemy", "typer"} & loaded
 
 
+def test_a_refused_steering_command_loads_no_sdk_orm_typer_pydantic_or_rich(home: Path) -> None:
+    """The store refuses it before anything is sent: the store read is all it costs."""
+    ok(run_canopy(home, "graph", "create", "-f", "-", stdin=json.dumps(example())))
+    for args in (
+        ("graph", "pause", "build"),
+        ("graph", "continue", "build", "--mode", "run_from_node", "--node", "test"),
+        ("graph", "reset", "build", "--json"),
+    ):
+        loaded = modules_loaded(home, *args)
+        unwanted = {"sqlalchemy", "typer", "pydantic", "rich", "temporalio", "asyncio"}
+        assert not unwanted & loaded, args
+
+
+def force_graph(home: Path, graph_id: str, status: str, run_status: str | None = None) -> None:
+    """Leave a graph ``status`` with a blocker, and optionally with an active run, as the
+    engine would have (the run's workflow is not in Temporal)."""
+    store = Store(f"sqlite:///{home / 'canopy.db'}")
+    with store.transaction() as db:
+        graph = db.get_one(Graph, graph_id)
+        graph.status, graph.blocker = status, {"kind": status, "message": f"left {status}"}
+        if run_status is not None:
+            db.add(
+                Run(
+                    id=f"run-{graph_id[6:]}",
+                    graph_id=graph_id,
+                    number=1,
+                    workdir="/w",
+                    workflow_id=f"wf-{graph_id}",
+                    status=run_status,
+                    started_at=utcnow(),
+                )
+            )
+    store.close()
+
+
+def test_steering_answers_alike_on_both_paths(tmp_path: Path) -> None:
+    """Refusals and a reset in the store, on two copies of one store: the same output and
+    rows on the fast lane as on the full path."""
+    fast_home, full_home = tmp_path / "fast", tmp_path / "full"
+    a, b = create_spec(fast_home, "alpha"), create_spec(fast_home, "beta")
+    created = [
+        ok(run_canopy(fast_home, "graph", "create", "-f", "-", "--json", stdin=definition))
+        for definition in (
+            json.dumps(example(specs=[a])),
+            json.dumps(example(name="held", specs=[b])),
+        )
+    ]
+    build, held = (result.json()["id"] for result in created)
+    force_graph(fast_home, build, "failed")
+    force_graph(fast_home, held, "paused", run_status="paused")
+    copy_store(fast_home, full_home)
+    known = {a, b, build, held}
+    for args in (
+        ("graph", "pause", "build"),
+        ("graph", "pause", "nope", "--json"),
+        ("graph", "stop", "held"),
+        ("graph", "continue", "build", "--json"),
+        ("graph", "continue", "held", "--mode", "again"),
+        ("graph", "continue", "held", "--mode=recheck", "--node", "test"),
+        ("graph", "continue", "held", "--mode", "run_from_node", "--node", "deploy", "--json"),
+        ("graph", "continue", "held", "--mode", "run_from_node", "--spec", a),
+        ("graph", "reset", "build", "--json"),
+        ("graph", "reset", "build"),
+    ):
+        fast, full = on_fast_lane(fast_home, *args), on_full_path(full_home, *args)
+        assert fast.code == full.code, (args, fast.stderr, full.stderr)
+        for fast_text, full_text in ((fast.stdout, full.stdout), (fast.stderr, full.stderr)):
+            assert masked(fast_text, known) == masked(full_text, known), args
+    assert stored_rows(fast_home, known) == stored_rows(full_home, known)
+    reopened = ok(run_canopy(fast_home, "spec", "get", a, "--json")).json()["status"]
+    assert reopened == "pending"
+
+
+async def signalled(handle: WorkflowHandle[Any, Any], name: str) -> bool:
+    """Whether the workflow's history holds the signal ``name``."""
+    history = await handle.fetch_history()
+    return any(
+        event.workflow_execution_signaled_event_attributes.signal_name == name
+        for event in history.events
+        if event.HasField("workflow_execution_signaled_event_attributes")
+    )
+
+
+@pytest.mark.server
+async def test_a_pause_on_the_fast_lane_sees_the_workflow_pause_and_loads_no_orm(
+    serving: Client, home_store: Store, repo: Path, canopy_home: Path, tmp_path: Path
+) -> None:
+    """The command polls the store while the workflow pauses: every poll must see what the
+    workflow committed since. It loads the SDK, and neither the ORM, typer nor rich."""
+    gate = tmp_path / "gate"
+    alpha, beta = make_specs(home_store, "alpha", "beta")
+    waits = f"while [ ! -e {shlex.quote(str(gate))} ]; do sleep 0.05; done"
+    graph = make_graph(home_store, repo, [{"name": "work", "command": waits}], specs=[alpha, beta])
+    started = await runs.graph_run(home_store, graph)
+    await eventually(lambda: node_run_of(home_store, alpha, "running"), "alpha's node run")
+    handle = serving.get_workflow_handle(started["workflow_id"])
+    target = serving.service_client.config.target_host
+    pause = subprocess.Popen(
+        [sys.executable, "-c", LOADED_SCRIPT, "graph", "pause", "build", "--json"],
+        env=canopy_env(canopy_home, TEMPORAL_ADDRESS=target),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        await eventually(lambda: signalled(handle, "pause"), "the pause in the history")
+        gate.touch()  # only now can the spec end and the run pause
+        stdout, stderr = await asyncio.to_thread(pause.communicate, timeout=60)
+    finally:
+        pause.kill()
+        await handle.terminate("test over")
+    result = json.loads(stdout)
+    assert result == {
+        "graph_id": graph,
+        "name": "build",
+        "status": "paused",
+        "blocker": result["blocker"],
+        "run_id": started["run_id"],
+        "workflow_id": started["workflow_id"],
+        "signal": "pause",
+        "note": None,
+    }
+    assert result["blocker"]["kind"] == "paused"
+    loaded = loaded_from(stderr)
+    assert "temporalio" in loaded
+    assert not {"sqlalchemy", "typer", "rich"} & loaded
+
+
 def block_with_a_paused_run(home: Path, graph_id: str) -> None:
     """Give the graph a paused run with a node run that reported usage, a blocker and
     notifications to show, as the engine would have written them."""
@@ -533,14 +674,7 @@ def test_fast_lane_writes_exactly_like_the_full_cli(tmp_path: Path) -> None:
     queue = ok(run_canopy(fast_home, "queue", "create", "q", "--json")).json()["id"]
     for spec in (a, b, c):
         ok(run_canopy(fast_home, "queue", "add", queue, spec))
-    full_home.mkdir()
-    source, copy = (
-        sqlite3.connect(fast_home / "canopy.db"),
-        sqlite3.connect(full_home / "canopy.db"),
-    )
-    source.backup(copy)
-    source.close()
-    copy.close()
+    copy_store(fast_home, full_home)
     known = {a, b, c, queue}
     workdir = str(tmp_path)
     new_session = ("session", "new", "--platform", "claude", "--workdir", workdir)
@@ -613,6 +747,15 @@ def test_fast_lane_writes_exactly_like_the_full_cli(tmp_path: Path) -> None:
             fast_seen = masked(fast_text.replace(str(fast_home), "HOME"), known)
             assert fast_seen == masked(full_text.replace(str(full_home), "HOME"), known), args
     assert stored_rows(fast_home, known) == stored_rows(full_home, known)
+
+
+def copy_store(home: Path, copy_home: Path) -> None:
+    """A copy of the store in ``home`` as the store of ``copy_home``, a new directory."""
+    copy_home.mkdir()
+    source, copy = sqlite3.connect(home / "canopy.db"), sqlite3.connect(copy_home / "canopy.db")
+    source.backup(copy)
+    source.close()
+    copy.close()
 
 
 def stored_rows(home: Path, known: set[str]) -> dict[str, list[str]]:
