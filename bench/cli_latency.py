@@ -7,10 +7,10 @@ median wall time and its ratio to ``python -c pass`` measured in the same run, s
 figures compare across machines. It covers every read command, the writes on the fast
 lane (``spec create``, ``queue add``, ``session new``, ``session close``, ``graph
 create``, ``graph edit``, ``graph delete``), ``canopy --help`` and a group's ``--help``, a
-run-control command (``graph pause``, refused by the store before any signal), and the
-floors under the slowest of them: bare imports of the graph model and the Temporal SDK.
-It reports which of the heavy packages each command imported. Commands run with their
-bytecode cached, as in an installation (:func:`bench.commands.command_env`).
+steering command on the fast lane (``graph pause``, refused by the store before any
+signal), and the floors under the slowest of them: bare imports of the graph model and
+the Temporal SDK. It reports which of the heavy packages each command imported. Commands
+run with their bytecode cached, as in an installation (:func:`bench.commands.command_env`).
 """
 
 import argparse
