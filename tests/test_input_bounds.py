@@ -622,7 +622,7 @@ def test_range_and_nesting_checks_are_exact() -> None:
 def test_run_knobs_from_the_environment_are_bounded(
     variable: str, raw: str, complaint: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from canopy.ops.runs import run_tuning
+    from canopy.ops.tuning import run_tuning
 
     monkeypatch.setenv(variable, raw)
     with pytest.raises(Refused) as refused:

@@ -28,9 +28,9 @@ from canopy import search_attributes
 from canopy.contracts.graph_run import GRAPH_RUN_WORKFLOW, RUN_SEARCH_ATTRIBUTES, RunInput
 from canopy.errors import Refused
 from canopy.ids import new_id
-from canopy.limits import HEARTBEAT_TIMEOUT_SECONDS, SPECS_PER_EXECUTION, check_range
 from canopy.ops import control
 from canopy.ops.common import rows_of
+from canopy.ops.tuning import run_tuning
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store
@@ -51,26 +51,6 @@ refused: a worker started a moment ago (by ``canopy up`` at the same time, or a 
 coming up) takes a few seconds to import, connect and poll."""
 WORKER_POLL_SECONDS = 0.25
 """How often a start waiting for a worker asks Temporal again."""
-
-
-def run_tuning() -> dict[str, int]:
-    """Per-run knobs from the environment: ``CANOPY_HEARTBEAT_TIMEOUT`` (seconds a node may
-    go silent before its worker counts as lost; default 30) and
-    ``CANOPY_SPECS_PER_EXECUTION`` (specs before continue-as-new; default 100), each
-    within its range in :mod:`canopy.limits`."""
-    knobs = {
-        "heartbeat_timeout_seconds": ("CANOPY_HEARTBEAT_TIMEOUT", HEARTBEAT_TIMEOUT_SECONDS),
-        "specs_per_execution": ("CANOPY_SPECS_PER_EXECUTION", SPECS_PER_EXECUTION),
-    }
-    tuning = {}
-    for field, (variable, bounds) in knobs.items():
-        raw = os.environ.get(variable)
-        if raw is None:
-            continue
-        if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
-            raise Refused(f"{variable} must be a positive whole number, not {raw!r}")
-        tuning[field] = int(check_range(int(raw), bounds, variable))
-    return tuning
 
 
 CLOSING_WAIT_SECONDS = 10.0

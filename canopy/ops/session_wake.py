@@ -4,7 +4,8 @@ Whoever enqueues a message (``session send``, an interactive hook) wakes the ses
 workflow. The daemon also sweeps: at start and then every minute it wakes each session
 that has undelivered messages but no delivery workflow running, so a message queued while
 Temporal was unreachable still goes out on the next tick. temporalio is imported lazily,
-as in :mod:`canopy.temporal.client`.
+as in :mod:`canopy.temporal.client`, and SQLAlchemy only by the daemon's sweep: the
+CLI's fast lane stores a message over ``sqlite3`` and then hands it over from here.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-
 from canopy.contracts.session_delivery import (
     SESSION_DELIVERY_WORKFLOW,
     SIGNAL_WAKE,
@@ -22,15 +21,16 @@ from canopy.contracts.session_delivery import (
     session_workflow_id,
 )
 from canopy.errors import Refused
-from canopy.ops.runs import run_tuning
 from canopy.ops.sessions import message_get, session_resume_either, session_send
-from canopy.store.engine import Store
-from canopy.store.models import Message
+from canopy.ops.tuning import run_tuning
 from canopy.store.queries import UNDELIVERED_STATUSES
 from canopy.temporal import client as temporal_client
 
 if TYPE_CHECKING:
     from temporalio.client import Client
+
+    from canopy.store.engine import Store
+    from canopy.store.queries import Rows
 
 POLL_SECONDS = 0.2
 
@@ -54,6 +54,10 @@ async def wake_session(client: Client, session_id: str) -> None:
 async def wake_stalled_sessions(client: Client, store: Store) -> list[str]:
     """Wake each session with undelivered messages whose delivery workflow is not running
     (a running one reads the store itself, so it is left alone); their ids."""
+    from sqlalchemy import select
+
+    from canopy.store.models import Message
+
     with store.transaction() as db:
         session_ids = [
             session_id
@@ -94,7 +98,7 @@ async def send_message(store: Store, ref: str, prompt: str) -> dict[str, Any]:
     ``warning`` says so) and goes out when the daemon next starts.
     """
     message = session_send(store, ref, prompt)
-    return await _handed_over(message, message["session_id"])
+    return await hand_over(message, message["session_id"])
 
 
 async def resume_session(
@@ -109,12 +113,15 @@ async def resume_session(
     resumed = session_resume_either(store, ref, conversation_id, platform, workdir)
     if not resumed["queued_messages"]:
         return resumed
-    return await _handed_over(resumed, resumed["id"])
+    return await hand_over(resumed, resumed["id"])
 
 
-async def _handed_over(answer: dict[str, Any], session_id: str) -> dict[str, Any]:
+async def hand_over(answer: dict[str, Any], session_id: str) -> dict[str, Any]:
     """``answer``, after waking the session's delivery; with a ``warning`` if Temporal
-    could not be reached (the messages stay queued until the daemon next starts)."""
+    could not be reached (the messages stay queued until the daemon next starts).
+
+    The messages must be committed first: a woken workflow reads them from the store.
+    """
     try:
         await wake_session(await temporal_client.connect(), session_id)
     except Refused as unreachable:
@@ -128,8 +135,12 @@ async def _handed_over(answer: dict[str, Any], session_id: str) -> dict[str, Any
     return answer
 
 
-async def wait_for_delivery(store: Store, message_id: str, timeout: float) -> dict[str, Any]:
-    """Wait until the message has left the queue (delivered or not); refuse on timeout."""
+async def wait_for_delivery(store: Store | Rows, message_id: str, timeout: float) -> dict[str, Any]:
+    """Wait until the message has left the queue (delivered or not); refuse on timeout.
+
+    Each poll must read the latest commit: on a :class:`Store` each is a transaction of
+    its own; a runner must have no transaction open (the fast lane's, after its commit).
+    """
     deadline = time.monotonic() + timeout
     while True:
         message = message_get(store, message_id)

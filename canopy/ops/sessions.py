@@ -7,14 +7,16 @@ prompt is never lost: one that cannot reach its session stays recallable. Delive
 itself is the daemon's job (``workflows/session_delivery.py``); these operations only
 write the store, and the front ends then wake the session's delivery workflow.
 
-``session_new`` and ``session_close`` are written in portable SQL against a row runner
-(:func:`canopy.ops.common.sql_transaction`), so the CLI's fast lane serves them with
-``sqlite3``; this module imports SQLAlchemy, the models and the platforms only inside the
-operations that need them, so the fast lane does not load them by importing it.
+``session_new``, ``session_close``, ``session_send`` and ``message_get`` are written in
+portable SQL against a row runner (:func:`canopy.ops.common.sql_transaction`), so the
+CLI's fast lane serves them with ``sqlite3``; this module imports SQLAlchemy, the models
+and the platforms only inside the operations that need them, so the fast lane does not
+load them by importing it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -218,15 +220,25 @@ def harness_conversations(
     }
 
 
-def session_send(store: Store, ref: str, prompt: str) -> dict[str, Any]:
-    """Queue a prompt for a live session, as the prompt builder does; delivery follows."""
+def session_send(store: Store | Rows, ref: str, prompt: str) -> dict[str, Any]:
+    """Queue a prompt for a live session, as the prompt builder does; delivery follows.
+
+    The message is committed when this returns on a :class:`Store`; on a runner, when
+    its caller's transaction commits, which must come before the daemon is woken.
+    """
     clean_prompt = _clean_prompt(prompt)
-    with store.transaction() as db:
-        target = _find(db, ref, live_only=True)
-        message = _add_message(
-            db, clean_prompt, session_id=target.id, status="queued", source=SOURCE_PROMPTBUILDER
+    with sql_transaction(store) as rows:
+        target = queries.find_session(rows, ref, live_only=True)
+        message_id = _add_message(
+            rows,
+            clean_prompt,
+            session_id=target["id"],
+            status="queued",
+            source=SOURCE_PROMPTBUILDER,
         )
-        return message_json(message)
+        message = _message(rows, message_id)
+        assert message is not None  # stored in this transaction
+        return message
 
 
 def session_recall(store: Store, ref: str | None = None) -> dict[str, Any]:
@@ -242,17 +254,13 @@ def session_recall(store: Store, ref: str | None = None) -> dict[str, Any]:
         return {"messages": [message_json(m) for m in db.scalars(query.order_by(Message.seq))]}
 
 
-def message_get(store: Store, message_id: str) -> dict[str, Any]:
+def message_get(store: Store | Rows, message_id: str) -> dict[str, Any]:
     """One message with its provenance and delivery record."""
-    from sqlalchemy import select
-
-    from canopy.store.models import Message
-
-    with store.transaction() as db:
-        message = db.scalar(select(Message).where(Message.id == message_id))
-        if message is None:
+    with sql_transaction(store) as rows:
+        found = _message(rows, message_id)
+        if found is None:
             raise Refused(f"no message {message_id!r}")
-        return message_json(message)
+        return found
 
 
 # ----------------------------------------------------------------- interactive hooks
@@ -290,7 +298,7 @@ def enqueue_hook_message(
             else live_session_by_name(db, target_session_name or "")
         )
     except Refused as refusal:
-        kept = _add_message(
+        kept = _stored_message(
             db,
             prompt,
             session_id=target_session_id,
@@ -307,7 +315,7 @@ def enqueue_hook_message(
             kept.id,
         )
         return kept
-    return _add_message(db, prompt, session_id=session_id, status="queued", **provenance)
+    return _stored_message(db, prompt, session_id=session_id, status="queued", **provenance)
 
 
 def live_session_by_id(db: Db, session_id: str) -> str:
@@ -344,31 +352,44 @@ def live_session_by_name(db: Db, name: str) -> str:
 # ------------------------------------------------------------------------ shapes
 
 
-def message_json(message: Message) -> dict[str, Any]:
-    """A message: its prompt, provenance (as structure) and delivery record."""
+_MESSAGE_COLUMNS = (
+    "id, session_id, prompt, status, error, source, graph_id, run_id, event, target_name,"
+    " hook_run_id, delivered_session_id, delivered_at, reply, attempts, retry_at, log_path,"
+    " created_at"
+)
+"""The columns :func:`message_json` shapes, as portable SQL selects them."""
+
+
+def message_json(message: Message | Mapping[str, Any]) -> dict[str, Any]:
+    """A message (a model, or a row of :data:`_MESSAGE_COLUMNS`): its prompt, provenance
+    (as structure) and delivery record."""
+
+    def column(name: str) -> Any:
+        return message[name] if isinstance(message, Mapping) else getattr(message, name)
+
     return {
-        "id": message.id,
-        "session_id": message.session_id,
-        "prompt": message.prompt,
-        "status": message.status,
-        "error": message.error,
+        "id": column("id"),
+        "session_id": column("session_id"),
+        "prompt": column("prompt"),
+        "status": column("status"),
+        "error": column("error"),
         "provenance": {
-            "source": message.source,
-            "graph_id": message.graph_id,
-            "run_id": message.run_id,
-            "event": message.event,
-            "target_name": message.target_name,
-            "hook_run_id": message.hook_run_id,
+            "source": column("source"),
+            "graph_id": column("graph_id"),
+            "run_id": column("run_id"),
+            "event": column("event"),
+            "target_name": column("target_name"),
+            "hook_run_id": column("hook_run_id"),
         },
         "delivery": {
-            "session_id": message.delivered_session_id,
-            "delivered_at": to_iso(message.delivered_at),
-            "reply": message.reply,
-            "attempts": message.attempts,
-            "retry_at": to_iso(message.retry_at),
-            "log_path": message.log_path,
+            "session_id": column("delivered_session_id"),
+            "delivered_at": to_iso(column("delivered_at")),
+            "reply": column("reply"),
+            "attempts": column("attempts"),
+            "retry_at": to_iso(column("retry_at")),
+            "log_path": column("log_path"),
         },
-        "created_at": to_iso(message.created_at),
+        "created_at": to_iso(column("created_at")),
     }
 
 
@@ -433,8 +454,16 @@ def _create(
     return _json(rows, session_id)
 
 
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (id, session_id, prompt, source, graph_id, run_id, event,"
+    " target_name, hook_run_id, status, error, attempts, created_at)"
+    " VALUES (:id, :session_id, :prompt, :source, :graph_id, :run_id, :event,"
+    " :target_name, :hook_run_id, :status, :error, 0, :now)"
+)
+
+
 def _add_message(
-    db: Db,
+    rows: Rows,
     prompt: str,
     *,
     session_id: str | None,
@@ -446,27 +475,43 @@ def _add_message(
     event: str | None = None,
     target_name: str | None = None,
     hook_run_id: int | None = None,
-) -> Message:
+) -> str:
+    """Store a new message; its id."""
+    message_id = new_id("msg")
+    rows(
+        _INSERT_MESSAGE,
+        {
+            "id": message_id,
+            "session_id": session_id,
+            "prompt": prompt,
+            "source": source,
+            "graph_id": graph_id,
+            "run_id": run_id,
+            "event": event,
+            "target_name": target_name,
+            "hook_run_id": hook_run_id,
+            "status": status,
+            "error": error,
+            "now": utcnow(),
+        },
+    )
+    return message_id
+
+
+def _message(rows: Rows, message_id: str) -> dict[str, Any] | None:
+    """One message's JSON shape, or ``None``."""
+    found = rows(f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = :id", {"id": message_id})
+    return message_json(found[0]) if found else None
+
+
+def _stored_message(db: Db, prompt: str, **fields: Any) -> Message:
+    """:func:`_add_message` inside an ORM transaction; the stored model."""
+    from sqlalchemy import select
+
     from canopy.store.models import Message
 
-    message = Message(
-        id=new_id("msg"),
-        session_id=session_id,
-        prompt=prompt,
-        source=source,
-        graph_id=graph_id,
-        run_id=run_id,
-        event=event,
-        target_name=target_name,
-        hook_run_id=hook_run_id,
-        status=status,
-        error=error,
-        attempts=0,
-        created_at=utcnow(),
-    )
-    db.add(message)
-    db.flush()
-    return message
+    message_id = _add_message(rows_of(db), prompt, **fields)
+    return db.scalars(select(Message).where(Message.id == message_id)).one()
 
 
 def _existing_workdir(workdir: str | None) -> str:
