@@ -1,12 +1,13 @@
-"""The fast lane: the store commands people and agents run most, and the steering
-commands, without typer or SQLAlchemy.
+"""The fast lane: the store commands people and agents run most, the steering commands
+and ``session send``, without typer or SQLAlchemy.
 
 Importing typer (which builds its options with pydantic) costs several interpreter starts,
 and SQLAlchemy about ten, while these commands only read or write a few rows. So they
 answer straight from the SQLite file with the stdlib ``sqlite3`` module, through the same
 operations as the full path: :mod:`canopy.ops.specs`, :mod:`canopy.ops.queues` and the
 other operations' SQL are written against a row runner that either driver can be. Each
-command runs in one transaction, committed when it succeeds.
+command runs in one transaction, committed when it succeeds; a command that then talks to
+Temporal (``session send`` wakes the daemon) returns that step, run after the commit.
 
 Anything this lane does not fully understand (another command, ``--help``, an unknown or
 repeated option, a missing option or value, a value typer would convert differently,
@@ -33,13 +34,17 @@ if TYPE_CHECKING:
     from canopy.store.queries import Rows
 
     Options: TypeAlias = dict[str, str]
-    Handler: TypeAlias = Callable[[Rows, Options, list[str], bool], None]
+    Then: TypeAlias = Callable[[], None]
+    """What a command does once its transaction is committed."""
+    Handler: TypeAlias = Callable[[Rows, Options, list[str], bool], Then | None]
 
 _FLAG = "true"
 """The value a flag (``--all``) gets in the parsed options."""
 _NUMBER = re.compile("[0-9]{1,9}")
 """An integer option value that typer and ``int()`` read alike. Others fall through:
 typer reads ``5.0`` as 5 and refuses ``٣``, which ``int()`` reads as 3."""
+_SECONDS = re.compile("[0-9]{1,9}([.][0-9]{1,9})?")
+"""A seconds option value that typer and ``float()`` read alike; others fall through."""
 
 
 class _Command:
@@ -47,6 +52,7 @@ class _Command:
 
     __slots__ = (
         "aliases",
+        "decimals",
         "files",
         "flags",
         "handler",
@@ -65,6 +71,7 @@ class _Command:
         required: tuple[str, ...] = (),
         files: tuple[str, ...] = (),
         numbers: tuple[str, ...] = (),
+        decimals: tuple[str, ...] = (),
         aliases: Mapping[str, str] | None = None,
     ) -> None:
         self.handler = handler
@@ -80,6 +87,8 @@ class _Command:
         """Options naming a file, which typer checks before the command runs."""
         self.numbers = numbers
         """Options taking an integer, which typer converts before the command runs."""
+        self.decimals = decimals
+        """Options taking a number of seconds (a float), which typer converts too."""
         self.aliases = aliases or {}
         """Short names of options (``-f``: ``--file``); giving both is a repeat."""
 
@@ -98,7 +107,9 @@ def try_run(args: list[str]) -> bool:
         return False
     try:
         with connection:  # one transaction: committed if the command returns
-            command.handler(runner(connection), *parsed)
+            then = command.handler(runner(connection), *parsed)
+        if then is not None:  # no transaction is open now: its reads see the latest commit
+            then()
     finally:
         connection.close()
     return True
@@ -149,6 +160,8 @@ def _parse(tokens: list[str], command: _Command) -> tuple[Options, list[str], bo
     if not all(_readable_or_absent(options.get(name)) for name in command.files):
         return None
     if not all(_NUMBER.fullmatch(options.get(name, "0")) for name in command.numbers):
+        return None
+    if not all(_SECONDS.fullmatch(options.get(name, "0")) for name in command.decimals):
         return None
     return options, positionals, as_json
 
@@ -431,6 +444,16 @@ def _session_close(rows: Rows, _options: Options, positionals: list[str], as_jso
     emit(result, as_json, lambda: session_views.show_session(result))
 
 
+def _session_send(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> Then:
+    from canopy.cli import sending
+
+    wait = options.get("--wait")
+    seconds = None if wait is None else float(wait)
+    session, prompt = positionals
+    message = sending.store_message(rows, session, prompt, seconds)
+    return lambda: sending.deliver(rows, message, seconds, as_json)
+
+
 def _notifications(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.cli import session_views
     from canopy.ops import notifications
@@ -509,6 +532,7 @@ _COMMANDS: dict[tuple[str, ...], _Command] = {
     ("session", "new"): _Command(
         _session_new, options=("--platform", "--name", "--workdir"), required=("--platform",)
     ),
+    ("session", "send"): _Command(_session_send, (2, 2), options=("--wait",), decimals=("--wait",)),
     ("session", "close"): _Command(_session_close, (1, 1)),
     ("notifications",): _Command(_notifications, options=("--limit",), numbers=("--limit",)),
     ("usage",): _Command(_usage, options=("--since", "--graph")),

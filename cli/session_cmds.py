@@ -13,7 +13,6 @@ from canopy.cli import session_views as views
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import emit
 from canopy.cli.store import open_store
-from canopy.limits import WAIT_SECONDS, check_range
 from canopy.ops import notifications
 
 app = typer.Typer(no_args_is_help=True)
@@ -86,15 +85,10 @@ def send(
     as_json: JsonFlag = False,
 ) -> None:
     """Queue a prompt for a live session; the daemon delivers it as the session's next turn."""
-    from canopy.ops.session_wake import send_message, wait_for_delivery
+    from canopy.cli import sending
 
-    if wait is not None:  # before sending: a refused --wait must not leave a message behind
-        check_range(wait, WAIT_SECONDS, "--wait")
-    store = open_store()
-    result = asyncio.run(send_message(store, session, prompt))
-    if wait is not None and "warning" not in result:  # no daemon has it: nothing to wait for
-        result = asyncio.run(wait_for_delivery(store, result["id"], wait))
-    emit(result, as_json, lambda: views.show_message(result))
+    store = open_store()  # each operation on it commits its own transaction
+    sending.deliver(store, sending.store_message(store, session, prompt, wait), wait, as_json)
 
 
 @app.command("message")

@@ -19,10 +19,11 @@ from typer.core import TyperGroup
 
 from canopy.cli.app import COMMANDS, load_command
 from canopy.errors import unexpected_error_line
-from canopy.ops import runs
+from canopy.ops import runs, sessions
 from canopy.ops.notifications import notify
 from canopy.store.engine import Store
 from canopy.store.models import Graph, NodeRun, Run
+from canopy.temporal import client as temporal_client
 from canopy.timefmt import utcnow
 from tests.cli_helpers import Result, canopy_env, run_canopy
 from tests.conftest import body, make_specs, snapshot
@@ -553,6 +554,65 @@ def test_steering_answers_alike_on_both_paths(tmp_path: Path) -> None:
     assert reopened == "pending"
 
 
+def unreachable_temporal() -> dict[str, str]:
+    """An environment naming a Temporal address nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return {"TEMPORAL_ADDRESS": f"127.0.0.1:{probe.getsockname()[1]}"}
+
+
+def test_session_send_answers_alike_on_both_paths(tmp_path: Path) -> None:
+    """Refusals, and sends that store the message but cannot reach Temporal, on two copies
+    of one store: the same output and rows on the fast lane as on the full path. A message
+    refused for its --wait is not stored; an accepted one is, queued, with the warning."""
+    fast_home, full_home = tmp_path / "fast", tmp_path / "full"
+    new_session = ("session", "new", "--platform", "claude", "--workdir", str(tmp_path))
+    pair = ok(run_canopy(fast_home, *new_session, "--name", "pair", "--json")).json()["id"]
+    gone = ok(run_canopy(fast_home, *new_session, "--name", "gone", "--json")).json()["id"]
+    ok(run_canopy(fast_home, "session", "close", "gone"))
+    copy_store(fast_home, full_home)
+    known = {pair, gone}
+    env = unreachable_temporal()
+    for args in (
+        ("session", "send", "nobody", "hello"),
+        ("session", "send", "gone", "hello", "--json"),
+        ("session", "send", "pair", " \n"),
+        ("session", "send", "pair", "hello", "--wait", "700000"),
+        ("session", "send", "pair", "hello", "--wait=1e9"),
+        ("session", "send", "pair", "hello", "--wait", "-1"),
+        ("session", "send", "pair"),
+        ("session", "send", "pair", "first", "--json"),
+        ("session", "send", pair[:8], "second", "--wait", "0.5"),
+    ):
+        fast = run_canopy(fast_home, *args, env=env)
+        full = on_full_path(full_home, *args, env=env)
+        assert fast.code == full.code, (args, fast.stderr, full.stderr)
+        for fast_text, full_text in ((fast.stdout, full.stdout), (fast.stderr, full.stderr)):
+            assert masked(fast_text, known) == masked(full_text, known), args
+    fast_rows, full_rows = stored_rows(fast_home, known), stored_rows(full_home, known)
+    assert fast_rows["messages"] == full_rows["messages"]  # the sessions hold their homes
+    stored = sqlite3.connect(fast_home / "canopy.db")
+    messages = stored.execute("SELECT prompt, status FROM messages ORDER BY seq").fetchall()
+    stored.close()
+    assert messages == [("first", "queued"), ("second", "queued")]
+
+
+def test_a_refused_send_loads_no_sdk_orm_typer_pydantic_or_rich(home: Path) -> None:
+    """The store refuses it before anything is sent: the store read is all it costs."""
+    new_session = ("session", "new", "--platform", "claude", "--workdir", str(home.parent))
+    ok(run_canopy(home, *new_session, "--name", "gone"))
+    ok(run_canopy(home, "session", "close", "gone"))
+    for args in (
+        ("session", "send", "nobody", "hello"),
+        ("session", "send", "gone", "hello", "--json"),
+        ("session", "send", "gone", " ", "--wait", "5"),
+        ("session", "send", "gone", "hello", "--wait", "700000"),
+    ):
+        loaded = modules_loaded(home, *args)
+        unwanted = {"sqlalchemy", "typer", "pydantic", "rich", "temporalio", "asyncio"}
+        assert not unwanted & loaded, args
+
+
 async def signalled(handle: WorkflowHandle[Any, Any], name: str) -> bool:
     """Whether the workflow's history holds the signal ``name``."""
     history = await handle.fetch_history()
@@ -608,6 +668,37 @@ async def test_a_pause_on_the_fast_lane_sees_the_workflow_pause_and_loads_no_orm
     assert not {"sqlalchemy", "typer", "rich"} & loaded
 
 
+@pytest.mark.server
+async def test_a_send_on_the_fast_lane_is_delivered_and_loads_no_orm(
+    serving: Client, home_store: Store, repo: Path, canopy_home: Path
+) -> None:
+    """The message is stored over sqlite3 and committed, the daemon is woken, and --wait
+    polls the store until the delivery lands: every poll must see what the worker
+    committed since. It loads the SDK, and neither the ORM, typer nor rich."""
+    session = sessions.session_new(home_store, "claude", name="pair", workdir=str(repo))
+    on_test_queue = (  # the subprocess wakes the workflow on this test's task queue
+        "import sys; from canopy.temporal import client; "
+        f"client.MAIN_TASK_QUEUE = {temporal_client.MAIN_TASK_QUEUE!r}; {LOADED_SCRIPT}"
+    )
+    target = serving.service_client.config.target_host
+    send = ("session", "send", "pair", "hello", "--wait", "60", "--json")
+    completed = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-c", on_test_queue, *send],
+        env=canopy_env(canopy_home, TEMPORAL_ADDRESS=target),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    result = json.loads(completed.stdout)
+    assert (result["status"], result["session_id"]) == ("delivered", session["id"])
+    assert result["delivery"]["reply"] == "fake agent done"
+    assert result == sessions.message_get(home_store, result["id"])
+    loaded = loaded_from(completed.stderr)
+    assert "temporalio" in loaded
+    assert not {"sqlalchemy", "typer", "rich"} & loaded
+
+
 def block_with_a_paused_run(home: Path, graph_id: str) -> None:
     """Give the graph a paused run with a node run that reported usage, a blocker and
     notifications to show, as the engine would have written them."""
@@ -655,7 +746,7 @@ def block_with_a_paused_run(home: Path, graph_id: str) -> None:
 
 
 _ISO_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\.\d{6}Z?")
-_ID = re.compile(r"(?:spec|queue|sess|graph)-[0-9a-z]{10}")
+_ID = re.compile(r"(?:spec|queue|sess|graph|msg)-[0-9a-z]{10}")
 
 
 def masked(text: str, known: set[str]) -> str:

@@ -1,0 +1,47 @@
+"""The body of ``canopy session send``, shared by the typer command
+(:mod:`canopy.cli.session_cmds`) and the fast lane, so both answer alike.
+
+It runs in two steps because nothing a user entered may be lost: :func:`store_message`
+checks the command and stores the message, and only once that is committed does
+:func:`deliver` load asyncio and the Temporal SDK to wake the session's delivery. A
+refused send costs no more than the store read; a message whose daemon cannot be reached
+stays queued and says so (see docs/sessions.md).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from canopy.cli.render import emit
+from canopy.cli.session_views import show_message
+from canopy.limits import WAIT_SECONDS, check_range
+from canopy.ops.sessions import session_send
+
+if TYPE_CHECKING:
+    from canopy.store.engine import Store
+    from canopy.store.queries import Rows
+
+
+def store_message(
+    store: Store | Rows, session: str, prompt: str, wait: float | None
+) -> dict[str, Any]:
+    """Check ``--wait`` (a refused one must not leave a message behind), then queue the
+    prompt; the stored message, committed once the caller's transaction is."""
+    if wait is not None:
+        check_range(wait, WAIT_SECONDS, "--wait")
+    return session_send(store, session, prompt)
+
+
+def deliver(
+    store: Store | Rows, message: dict[str, Any], wait: float | None, as_json: bool
+) -> None:
+    """Wake the session's delivery for a committed message, wait up to ``wait`` seconds for
+    it to leave the queue if asked, and print it."""
+    import asyncio
+
+    from canopy.ops.session_wake import hand_over, wait_for_delivery
+
+    result = asyncio.run(hand_over(message, message["session_id"]))
+    if wait is not None and "warning" not in result:  # no daemon has it: nothing to wait for
+        result = asyncio.run(wait_for_delivery(store, result["id"], wait))
+    emit(result, as_json, lambda: show_message(result))
