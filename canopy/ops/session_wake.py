@@ -4,8 +4,9 @@ Whoever enqueues a message (``session send``, an interactive hook) wakes the ses
 workflow. The daemon also sweeps: at start and then every minute it wakes each session
 that has undelivered messages but no delivery workflow running, so a message queued while
 Temporal was unreachable still goes out on the next tick. temporalio is imported lazily,
-as in :mod:`canopy.temporal.client`, and SQLAlchemy only by the daemon's sweep: the
-CLI's fast lane stores a message over ``sqlite3`` and then hands it over from here.
+as in :mod:`canopy.temporal.client`, the workflow's contract (pydantic) only to wake one,
+and SQLAlchemy only by the daemon's sweep: the CLI's fast lane stores a message or
+resumes a session over ``sqlite3`` and then hands over from here.
 """
 
 from __future__ import annotations
@@ -14,12 +15,6 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
-from canopy.contracts.session_delivery import (
-    SESSION_DELIVERY_WORKFLOW,
-    SIGNAL_WAKE,
-    SessionDeliveryInput,
-    session_workflow_id,
-)
 from canopy.errors import Refused
 from canopy.ops.sessions import message_get, session_resume_either, session_send
 from canopy.ops.tuning import run_tuning
@@ -37,6 +32,13 @@ POLL_SECONDS = 0.2
 
 async def wake_session(client: Client, session_id: str) -> None:
     """Start the session's delivery workflow, or signal it if it is already running."""
+    from canopy.contracts.session_delivery import (
+        SESSION_DELIVERY_WORKFLOW,
+        SIGNAL_WAKE,
+        SessionDeliveryInput,
+        session_workflow_id,
+    )
+
     start = SessionDeliveryInput(
         session_id=session_id,
         **{k: v for k, v in run_tuning().items() if k == "heartbeat_timeout_seconds"},
@@ -81,6 +83,8 @@ async def _delivering(client: Client, session_id: str) -> bool:
     from temporalio.client import WorkflowExecutionStatus
     from temporalio.service import RPCError, RPCStatusCode
 
+    from canopy.contracts.session_delivery import session_workflow_id
+
     handle = client.get_workflow_handle(session_workflow_id(session_id))
     try:
         description = await handle.describe()
@@ -110,7 +114,12 @@ async def resume_session(
 ) -> dict[str, Any]:
     """``session resume``: reopen the session, then hand the daemon any messages still
     queued for it from before it was closed."""
-    resumed = session_resume_either(store, ref, conversation_id, platform, workdir)
+    return await wake_resumed(session_resume_either(store, ref, conversation_id, platform, workdir))
+
+
+async def wake_resumed(resumed: dict[str, Any]) -> dict[str, Any]:
+    """A committed resume's answer, after handing the daemon the messages still queued for
+    the session (nothing to do when none are)."""
     if not resumed["queued_messages"]:
         return resumed
     return await hand_over(resumed, resumed["id"])

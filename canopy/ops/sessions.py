@@ -7,11 +7,11 @@ prompt is never lost: one that cannot reach its session stays recallable. Delive
 itself is the daemon's job (``workflows/session_delivery.py``); these operations only
 write the store, and the front ends then wake the session's delivery workflow.
 
-``session_new``, ``session_close``, ``session_send`` and ``message_get`` are written in
-portable SQL against a row runner (:func:`canopy.ops.common.sql_transaction`), so the
-CLI's fast lane serves them with ``sqlite3``; this module imports SQLAlchemy, the models
-and the platforms only inside the operations that need them, so the fast lane does not
-load them by importing it.
+``session_new``, ``session_close``, ``session_send``, ``session_resume_either`` and
+``message_get`` are written in portable SQL against a row runner
+(:func:`canopy.ops.common.sql_transaction`), so the CLI's fast lane serves them with
+``sqlite3``; this module imports SQLAlchemy, the models and the platforms only inside the
+operations that need them, so the fast lane does not load them by importing it.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session as Db
 
     from canopy.store.engine import Store
-    from canopy.store.models import InteractiveSession, Message
-    from canopy.store.queries import Rows
+    from canopy.store.models import Message
+    from canopy.store.queries import Row, Rows
 
 LIVE = "live"
 FINISHED = "finished"
@@ -95,20 +95,20 @@ def session_close(store: Store | Rows, ref: str) -> dict[str, Any]:
         return _json(rows, target["id"])
 
 
-def session_resume(store: Store, ref: str) -> dict[str, Any]:
+def session_resume(store: Store | Rows, ref: str) -> dict[str, Any]:
     """Relaunch a finished session: the same id, and the same name unless another live
     session holds it (then a fresh generated one), so hooks aimed at either still reach it.
     """
-    with store.transaction() as db:
-        target = _find(db, ref, live_only=False)
-        if target.status == LIVE:
-            raise Refused(f"session {target.id} ({target.name}) is already live")
-        _reopen(db, target)
-        return _json(rows_of(db), target.id)
+    with sql_transaction(store) as rows:
+        target = queries.find_session(rows, ref, live_only=False)
+        if target["status"] == LIVE:
+            raise Refused(f"session {target['id']} ({target['name']}) is already live")
+        _reopen(rows, target)
+        return _json(rows, target["id"])
 
 
 def session_resume_either(
-    store: Store,
+    store: Store | Rows,
     ref: str | None,
     conversation_id: str | None,
     platform: str | None,
@@ -131,7 +131,7 @@ def session_resume_either(
 
 
 def session_resume_conversation(
-    store: Store, conversation_id: str, platform: str, workdir: str | None = None
+    store: Store | Rows, conversation_id: str, platform: str, workdir: str | None = None
 ) -> dict[str, Any]:
     """Resume a harness conversation by the harness's own id.
 
@@ -139,10 +139,7 @@ def session_resume_conversation(
     Canopy never saw becomes a new session with a fresh id and a fresh generated name:
     hooks aimed at an old id do not follow it, by design.
     """
-    from sqlalchemy import select
-
     from canopy.platforms import get_platform
-    from canopy.store.models import InteractiveSession
 
     # The id goes into the harness's argv and its history's file names: path-safe.
     clean_id = clean_path_safe_name(
@@ -150,34 +147,34 @@ def session_resume_conversation(
     )
     adapter = get_platform(platform)
     clean_workdir = _existing_workdir(workdir)
-    with store.transaction() as db:
-        known = db.scalars(
-            select(InteractiveSession)
-            .where(
-                InteractiveSession.harness_conversation_id == clean_id,
-                InteractiveSession.platform == platform,
-            )
-            .order_by(InteractiveSession.created_at.desc())
-        ).first()
-        if known is not None:
-            if workdir is not None and known.workdir != clean_workdir:
+    with sql_transaction(store) as rows:
+        driven = rows(
+            "SELECT id, name, workdir, status FROM sessions"
+            " WHERE harness_conversation_id = :conversation AND platform = :platform"
+            " ORDER BY created_at DESC",
+            {"conversation": clean_id, "platform": platform},
+        )
+        if driven:
+            known = driven[0]
+            if workdir is not None and known["workdir"] != clean_workdir:
                 raise Refused(
-                    f"conversation {clean_id} belongs to session {known.id} ({known.name}), "
-                    f"which works in {known.workdir}, not {clean_workdir}"
+                    f"conversation {clean_id} belongs to session {known['id']} "
+                    f"({known['name']}), which works in {known['workdir']}, not {clean_workdir}"
                 )
-            if known.status == LIVE:
+            if known["status"] == LIVE:
                 raise Refused(
-                    f"conversation {clean_id} is already live as session {known.id} ({known.name})"
+                    f"conversation {clean_id} is already live as session {known['id']} "
+                    f"({known['name']})"
                 )
-            _reopen(db, known)
-            return _json(rows_of(db), known.id)
+            _reopen(rows, known)
+            return _json(rows, known["id"])
         listed = adapter.conversations(Path(clean_workdir))
         if listed is not None and clean_id not in {c.conversation_id for c in listed}:
             raise Refused(
                 f"{platform} has no conversation {clean_id!r} in {clean_workdir}; "
                 f"`canopy session conversations --platform {platform}` lists them"
             )
-        return _create(rows_of(db), platform, clean_workdir, None, conversation_id=clean_id)
+        return _create(rows, platform, clean_workdir, None, conversation_id=clean_id)
 
 
 def harness_conversations(
@@ -250,7 +247,8 @@ def session_recall(store: Store, ref: str | None = None) -> dict[str, Any]:
     with store.transaction() as db:
         query = select(Message).where(Message.status.in_(RECALLABLE_STATUSES))
         if ref is not None:
-            query = query.where(Message.session_id == _find(db, ref, live_only=False).id)
+            target = queries.find_session(rows_of(db), ref, live_only=False)
+            query = query.where(Message.session_id == target["id"])
         return {"messages": [message_json(m) for m in db.scalars(query.order_by(Message.seq))]}
 
 
@@ -402,24 +400,19 @@ def _json(rows: Rows, session_id: str) -> dict[str, Any]:
     return found
 
 
-def _find(db: Db, ref: str, *, live_only: bool) -> InteractiveSession:
-    """The session ``ref`` names (:func:`canopy.store.queries.find_session`)."""
-    from canopy.store.models import InteractiveSession
-
-    found = queries.find_session(rows_of(db), ref, live_only=live_only)
-    return db.get_one(InteractiveSession, found["id"])
-
-
 def _live_names(rows: Rows) -> set[str]:
     return {row["name"] for row in queries.list_sessions(rows)}
 
 
-def _reopen(db: Db, target: InteractiveSession) -> None:
+def _reopen(rows: Rows, target: Row) -> None:
     """Make a finished session live again, renaming it only if its name is taken."""
-    live_names = _live_names(rows_of(db))
-    if target.name in live_names:
-        target.name = generated_name(live_names)
-    target.status, target.closed_at, target.updated_at = LIVE, None, utcnow()
+    live_names = _live_names(rows)
+    name = generated_name(live_names) if target["name"] in live_names else target["name"]
+    rows(
+        "UPDATE sessions SET name = :name, status = :status, closed_at = NULL,"
+        " updated_at = :now WHERE id = :id",
+        {"name": name, "status": LIVE, "now": utcnow(), "id": target["id"]},
+    )
 
 
 _INSERT_SESSION = (
