@@ -1,5 +1,5 @@
 """The fast lane: the store commands people and agents run most, the steering commands
-and ``session send``, without typer or SQLAlchemy.
+and ``session send`` and ``resume``, without typer or SQLAlchemy.
 
 Importing typer (which builds its options with pydantic) costs several interpreter starts,
 and SQLAlchemy about ten, while these commands only read or write a few rows. So they
@@ -7,7 +7,8 @@ answer straight from the SQLite file with the stdlib ``sqlite3`` module, through
 operations as the full path: :mod:`canopy.ops.specs`, :mod:`canopy.ops.queues` and the
 other operations' SQL are written against a row runner that either driver can be. Each
 command runs in one transaction, committed when it succeeds; a command that then talks to
-Temporal (``session send`` wakes the daemon) returns that step, run after the commit.
+Temporal (``session send`` and ``resume`` wake the daemon) returns that step, run after
+the commit.
 
 Anything this lane does not fully understand (another command, ``--help``, an unknown or
 repeated option, a missing option or value, a value typer would convert differently,
@@ -454,6 +455,20 @@ def _session_send(rows: Rows, options: Options, positionals: list[str], as_json:
     return lambda: sending.deliver(rows, message, seconds, as_json)
 
 
+def _session_resume(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> Then:
+    from canopy.cli import sending
+    from canopy.ops import sessions
+
+    resumed = sessions.session_resume_either(
+        rows,
+        positionals[0] if positionals else None,
+        options.get("--harness-conversation"),
+        options.get("--platform"),
+        options.get("--workdir"),
+    )
+    return lambda: sending.wake_resumed(resumed, as_json)
+
+
 def _notifications(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.cli import session_views
     from canopy.ops import notifications
@@ -534,6 +549,9 @@ _COMMANDS: dict[tuple[str, ...], _Command] = {
     ),
     ("session", "send"): _Command(_session_send, (2, 2), options=("--wait",), decimals=("--wait",)),
     ("session", "close"): _Command(_session_close, (1, 1)),
+    ("session", "resume"): _Command(
+        _session_resume, (0, 1), options=("--harness-conversation", "--platform", "--workdir")
+    ),
     ("notifications",): _Command(_notifications, options=("--limit",), numbers=("--limit",)),
     ("usage",): _Command(_usage, options=("--since", "--graph")),
 }

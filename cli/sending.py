@@ -1,11 +1,13 @@
-"""The body of ``canopy session send``, shared by the typer command
-(:mod:`canopy.cli.session_cmds`) and the fast lane, so both answer alike.
+"""The bodies of ``canopy session send`` and ``session resume``, the session commands that
+send work to the daemon, shared by the typer commands (:mod:`canopy.cli.session_cmds`)
+and the fast lane, so both answer alike.
 
-It runs in two steps because nothing a user entered may be lost: :func:`store_message`
-checks the command and stores the message, and only once that is committed does
-:func:`deliver` load asyncio and the Temporal SDK to wake the session's delivery. A
-refused send costs no more than the store read; a message whose daemon cannot be reached
-stays queued and says so (see docs/sessions.md).
+Each runs in two steps because nothing a user entered may be lost: the store step
+(:func:`store_message`, or the resume operation) checks the command and writes, and only
+once that is committed does the second (:func:`deliver`, :func:`wake_resumed`) load
+asyncio and, if there is a message to hand over, the Temporal SDK to wake the session's
+delivery. A refused command costs no more than the store read; a message whose daemon
+cannot be reached stays queued and says so (see docs/sessions.md).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from canopy.cli.render import emit
-from canopy.cli.session_views import show_message
+from canopy.cli.session_views import show_message, show_session
 from canopy.limits import WAIT_SECONDS, check_range
 from canopy.ops.sessions import session_send
 
@@ -45,3 +47,13 @@ def deliver(
     if wait is not None and "warning" not in result:  # no daemon has it: nothing to wait for
         result = asyncio.run(wait_for_delivery(store, result["id"], wait))
     emit(result, as_json, lambda: show_message(result))
+
+
+def wake_resumed(resumed: dict[str, Any], as_json: bool) -> None:
+    """Hand the daemon the messages still queued for a committed resume, and print it."""
+    import asyncio
+
+    from canopy.ops import session_wake
+
+    result = asyncio.run(session_wake.wake_resumed(resumed))
+    emit(result, as_json, lambda: show_session(result))

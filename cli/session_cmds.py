@@ -4,7 +4,6 @@ The session operations (SQLAlchemy, the platforms) are imported when a command r
 when ``canopy session`` is built for its help.
 """
 
-import asyncio
 from typing import Annotated
 
 import typer
@@ -130,10 +129,11 @@ def resume(
     as_json: JsonFlag = False,
 ) -> None:
     """Relaunch a finished session (same id), or a harness conversation by its own id."""
-    from canopy.ops.session_wake import resume_session
+    from canopy.cli import sending
+    from canopy.ops import sessions as ops
 
-    result = asyncio.run(resume_session(open_store(), session, conversation, platform, workdir))
-    emit(result, as_json, lambda: views.show_session(result))
+    resumed = ops.session_resume_either(open_store(), session, conversation, platform, workdir)
+    sending.wake_resumed(resumed, as_json)
 
 
 @app.command("conversations")

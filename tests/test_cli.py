@@ -21,6 +21,7 @@ from canopy.cli.app import COMMANDS, load_command
 from canopy.errors import unexpected_error_line
 from canopy.ops import runs, sessions
 from canopy.ops.notifications import notify
+from canopy.ops.session_wake import wait_for_delivery
 from canopy.store.engine import Store
 from canopy.store.models import Graph, NodeRun, Run
 from canopy.temporal import client as temporal_client
@@ -561,43 +562,101 @@ def unreachable_temporal() -> dict[str, str]:
         return {"TEMPORAL_ADDRESS": f"127.0.0.1:{probe.getsockname()[1]}"}
 
 
-def test_session_send_answers_alike_on_both_paths(tmp_path: Path) -> None:
-    """Refusals, and sends that store the message but cannot reach Temporal, on two copies
-    of one store: the same output and rows on the fast lane as on the full path. A message
-    refused for its --wait is not stored; an accepted one is, queued, with the warning."""
+def sessions_on_two_stores(tmp_path: Path) -> tuple[Path, Path, set[str]]:
+    """Two copies of one store, in ``fast`` and ``full``: the sessions ``pair`` (live),
+    ``gone`` (finished) and ``held`` (finished, with a message still queued for it);
+    their ids."""
     fast_home, full_home = tmp_path / "fast", tmp_path / "full"
     new_session = ("session", "new", "--platform", "claude", "--workdir", str(tmp_path))
-    pair = ok(run_canopy(fast_home, *new_session, "--name", "pair", "--json")).json()["id"]
-    gone = ok(run_canopy(fast_home, *new_session, "--name", "gone", "--json")).json()["id"]
-    ok(run_canopy(fast_home, "session", "close", "gone"))
+    known = {
+        ok(run_canopy(fast_home, *new_session, "--name", name, "--json")).json()["id"]
+        for name in ("pair", "gone", "held")
+    }
+    ok(run_canopy(fast_home, "session", "send", "held", "waiting", env=unreachable_temporal()))
+    for name in ("gone", "held"):
+        ok(run_canopy(fast_home, "session", "close", name))
     copy_store(fast_home, full_home)
-    known = {pair, gone}
+    return fast_home, full_home, known
+
+
+def answer_alike(
+    fast_home: Path, full_home: Path, known: set[str], commands: list[tuple[str, ...]]
+) -> None:
+    """Each command in turn on both copies, with Temporal unreachable: the same exit code,
+    output and, in the end, rows (paths under either home shown as ``HOME``)."""
     env = unreachable_temporal()
-    for args in (
-        ("session", "send", "nobody", "hello"),
-        ("session", "send", "gone", "hello", "--json"),
-        ("session", "send", "pair", " \n"),
-        ("session", "send", "pair", "hello", "--wait", "700000"),
-        ("session", "send", "pair", "hello", "--wait=1e9"),
-        ("session", "send", "pair", "hello", "--wait", "-1"),
-        ("session", "send", "pair"),
-        ("session", "send", "pair", "first", "--json"),
-        ("session", "send", pair[:8], "second", "--wait", "0.5"),
-    ):
+    for args in commands:
         fast = run_canopy(fast_home, *args, env=env)
         full = on_full_path(full_home, *args, env=env)
         assert fast.code == full.code, (args, fast.stderr, full.stderr)
         for fast_text, full_text in ((fast.stdout, full.stdout), (fast.stderr, full.stderr)):
             assert masked(fast_text, known) == masked(full_text, known), args
-    fast_rows, full_rows = stored_rows(fast_home, known), stored_rows(full_home, known)
-    assert fast_rows["messages"] == full_rows["messages"]  # the sessions hold their homes
+    full_rows = {
+        table: [row.replace(str(fast_home), "HOME") for row in rows]
+        for table, rows in stored_rows(full_home, known).items()
+    }  # the copied sessions keep their transcripts' paths under the fast store's home
+    assert stored_rows(fast_home, known) == full_rows
+
+
+def test_session_send_answers_alike_on_both_paths(tmp_path: Path) -> None:
+    """Refusals, and sends that store the message but cannot reach Temporal: the same
+    answers and rows on the fast lane as on the full path. A message refused for its
+    --wait is not stored; an accepted one is, queued, with the warning."""
+    fast_home, full_home, known = sessions_on_two_stores(tmp_path)
+    pair = ok(run_canopy(fast_home, "session", "get", "pair", "--json")).json()["id"]
+    answer_alike(
+        fast_home,
+        full_home,
+        known,
+        [
+            ("session", "send", "nobody", "hello"),
+            ("session", "send", "gone", "hello", "--json"),
+            ("session", "send", "pair", " \n"),
+            ("session", "send", "pair", "hello", "--wait", "700000"),
+            ("session", "send", "pair", "hello", "--wait=1e9"),
+            ("session", "send", "pair", "hello", "--wait", "-1"),
+            ("session", "send", "pair"),
+            ("session", "send", "pair", "first", "--json"),
+            ("session", "send", pair[:8], "second", "--wait", "0.5"),
+        ],
+    )
     stored = sqlite3.connect(fast_home / "canopy.db")
     messages = stored.execute("SELECT prompt, status FROM messages ORDER BY seq").fetchall()
     stored.close()
-    assert messages == [("first", "queued"), ("second", "queued")]
+    assert messages == [("waiting", "queued"), ("first", "queued"), ("second", "queued")]
 
 
-def test_a_refused_send_loads_no_sdk_orm_typer_pydantic_or_rich(home: Path) -> None:
+def test_session_resume_answers_alike_on_both_paths(tmp_path: Path) -> None:
+    """Refusals, a resume with nothing queued, and one whose queued message cannot be
+    handed to Temporal: the same answers and rows on the fast lane as on the full path."""
+    fast_home, full_home, known = sessions_on_two_stores(tmp_path)
+    conversation = ("session", "resume", "--harness-conversation")
+    answer_alike(
+        fast_home,
+        full_home,
+        known,
+        [
+            ("session", "resume", "pair"),
+            ("session", "resume", "nobody", "--json"),
+            (
+                "session",
+                "resume",
+            ),
+            ("session", "resume", "gone", "--platform", "claude"),
+            (*conversation, "abc"),
+            (*conversation, "a/b", "--platform", "claude"),
+            (*conversation, "abc", "--platform", "claude", "--workdir", str(tmp_path / "nope")),
+            (*conversation, "abc", "--platform", "claude", "--workdir", str(tmp_path)),
+            ("session", "resume", "gone", "--json"),
+            ("session", "resume", "held"),
+            ("session", "resume", "held"),
+        ],
+    )
+    resumed = ok(run_canopy(fast_home, "session", "list", "--json")).json()["sessions"]
+    assert sorted(session["name"] for session in resumed) == ["gone", "held", "pair"]
+
+
+def test_a_refused_send_or_resume_loads_no_sdk_orm_typer_pydantic_or_rich(home: Path) -> None:
     """The store refuses it before anything is sent: the store read is all it costs."""
     new_session = ("session", "new", "--platform", "claude", "--workdir", str(home.parent))
     ok(run_canopy(home, *new_session, "--name", "gone"))
@@ -607,10 +666,15 @@ def test_a_refused_send_loads_no_sdk_orm_typer_pydantic_or_rich(home: Path) -> N
         ("session", "send", "gone", "hello", "--json"),
         ("session", "send", "gone", " ", "--wait", "5"),
         ("session", "send", "gone", "hello", "--wait", "700000"),
+        ("session", "resume", "nobody"),
+        ("session", "resume", "gone", "--platform", "claude", "--json"),
     ):
         loaded = modules_loaded(home, *args)
         unwanted = {"sqlalchemy", "typer", "pydantic", "rich", "temporalio", "asyncio"}
         assert not unwanted & loaded, args
+    resumed = modules_loaded(home, "session", "resume", "gone")  # no message to hand over
+    assert "asyncio" in resumed
+    assert not {"sqlalchemy", "typer", "pydantic", "rich", "temporalio"} & resumed
 
 
 async def signalled(handle: WorkflowHandle[Any, Any], name: str) -> bool:
@@ -669,32 +733,49 @@ async def test_a_pause_on_the_fast_lane_sees_the_workflow_pause_and_loads_no_orm
 
 
 @pytest.mark.server
-async def test_a_send_on_the_fast_lane_is_delivered_and_loads_no_orm(
+async def test_a_send_and_a_resume_on_the_fast_lane_are_delivered_and_load_no_orm(
     serving: Client, home_store: Store, repo: Path, canopy_home: Path
 ) -> None:
-    """The message is stored over sqlite3 and committed, the daemon is woken, and --wait
+    """A send stores its message over sqlite3 and commits it, wakes the daemon, and --wait
     polls the store until the delivery lands: every poll must see what the worker
-    committed since. It loads the SDK, and neither the ORM, typer nor rich."""
-    session = sessions.session_new(home_store, "claude", name="pair", workdir=str(repo))
+    committed since. A resume hands the daemon a message queued before the close. Both
+    load the SDK, and neither the ORM, typer nor rich."""
+    pair = sessions.session_new(home_store, "claude", name="pair", workdir=str(repo))
+    later = sessions.session_new(home_store, "claude", name="later", workdir=str(repo))
+    queued = sessions.session_send(home_store, "later", "still there?")  # nobody woken
+    sessions.session_close(home_store, "later")
     on_test_queue = (  # the subprocess wakes the workflow on this test's task queue
         "import sys; from canopy.temporal import client; "
         f"client.MAIN_TASK_QUEUE = {temporal_client.MAIN_TASK_QUEUE!r}; {LOADED_SCRIPT}"
     )
     target = serving.service_client.config.target_host
-    send = ("session", "send", "pair", "hello", "--wait", "60", "--json")
-    completed = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-c", on_test_queue, *send],
-        env=canopy_env(canopy_home, TEMPORAL_ADDRESS=target),
-        capture_output=True,
-        text=True,
-        timeout=120,
+
+    async def lane(*args: str) -> tuple[Any, set[str]]:
+        completed = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-c", on_test_queue, *args, "--json"],
+            env=canopy_env(canopy_home, TEMPORAL_ADDRESS=target),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        return json.loads(completed.stdout), loaded_from(completed.stderr)
+
+    sent, loaded = await lane("session", "send", "pair", "hello", "--wait", "60")
+    assert (sent["status"], sent["session_id"]) == ("delivered", pair["id"])
+    assert sent["delivery"]["reply"] == "fake agent done"
+    assert sent == sessions.message_get(home_store, sent["id"])
+    assert "temporalio" in loaded
+    assert not {"sqlalchemy", "typer", "rich"} & loaded
+    resumed, loaded = await lane("session", "resume", "later")
+    assert (resumed["id"], resumed["status"], resumed["queued_messages"]) == (
+        later["id"],
+        "live",
+        1,
     )
-    result = json.loads(completed.stdout)
-    assert (result["status"], result["session_id"]) == ("delivered", session["id"])
-    assert result["delivery"]["reply"] == "fake agent done"
-    assert result == sessions.message_get(home_store, result["id"])
-    loaded = loaded_from(completed.stderr)
+    assert "warning" not in resumed
+    delivered = await wait_for_delivery(home_store, queued["id"], 60)
+    assert delivered["status"] == "delivered"
     assert "temporalio" in loaded
     assert not {"sqlalchemy", "typer", "rich"} & loaded
 
