@@ -18,6 +18,10 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from canopy.store.engine import Store
 
 INDEX = "ix_specs_id_status"
 SMALL_QUEUE = 200
@@ -28,19 +32,17 @@ BODY_BYTES = 2000
 VARIANTS = ("as is", "index", "index + ANALYZE")
 
 
-def timed_reads(members: int, repeat: int, completed: list[int]) -> dict[tuple[int, str], float]:
-    """Median ms of ``read_ahead`` per (members completed, variant of :data:`VARIANTS`)."""
-    from sqlalchemy import text, update
-
-    from canopy.activities.bookkeeping import RunRecords
-    from canopy.contracts.graph_run import ReadAhead
+def queue_run_store(members: int, prefix: str) -> tuple["Store", str, list[str]]:
+    """A scratch SQLite store holding a queue of ``members`` pending specs (bodies of
+    :data:`BODY_BYTES`), a one-command-node graph and its running run ``run`` over the
+    queue: the store, the graph's id and the specs' ids in queue order."""
     from canopy.ids import new_id
     from canopy.ops import graphs, queues
     from canopy.store.engine import Store
     from canopy.store.models import QueueMember, Run, Spec
     from canopy.timefmt import utcnow
 
-    home = Path(tempfile.mkdtemp(prefix="canopy-read-ahead-"))
+    home = Path(tempfile.mkdtemp(prefix=prefix))
     store = Store(f"sqlite:///{home / 'canopy.db'}")
     queue = queues.queue_create(store, "q")["id"]
     graph = graphs.graph_create(
@@ -77,6 +79,18 @@ def timed_reads(members: int, repeat: int, completed: list[int]) -> dict[tuple[i
                 started_at=now,
             )
         )
+    return store, graph, ids
+
+
+def timed_reads(members: int, repeat: int, completed: list[int]) -> dict[tuple[int, str], float]:
+    """Median ms of ``read_ahead`` per (members completed, variant of :data:`VARIANTS`)."""
+    from sqlalchemy import text, update
+
+    from canopy.activities.bookkeeping import RunRecords
+    from canopy.contracts.graph_run import ReadAhead
+    from canopy.store.models import Spec
+
+    store, graph, ids = queue_run_store(members, "canopy-read-ahead-")
     records = RunRecords(store)
     request = ReadAhead(run_id="run", graph_id=graph)
     found: dict[tuple[int, str], float] = {}
