@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from canopy.errors import Refused
+from canopy.limits import TEXT_MAX_LENGTH
 from canopy.ops import notifications
 from canopy.ops import sessions as ops
 from canopy.sessions.names import ADJECTIVES, NOUNS
@@ -181,6 +182,18 @@ def test_send_refuses_a_finished_session_and_an_empty_prompt(store: Store, workd
     with pytest.raises(Refused, match="no session matches 'nobody'"):
         ops.session_send(store, "nobody", "hello")
     assert snapshot(store) == before
+
+
+def test_send_refuses_a_prompt_over_the_text_limit(store: Store, workdir: Path) -> None:
+    """A prompt too long to pass as one command-line argument on Linux is still refused
+    by the operation, with nothing stored (MCP and the TUI hand it over whole)."""
+    new(store, workdir, "pair")
+    before = snapshot(store)
+    too_long = "x" * (TEXT_MAX_LENGTH + 1)
+    with pytest.raises(Refused, match=f"prompt: must be at most {TEXT_MAX_LENGTH} characters"):
+        ops.session_send(store, "pair", too_long)
+    assert snapshot(store) == before
+    assert ops.session_send(store, "pair", too_long[1:])["status"] == "queued"
 
 
 def test_an_ambiguous_name_is_refused_listing_the_ids(store: Store, workdir: Path) -> None:
