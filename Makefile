@@ -3,9 +3,11 @@
 VENV    := .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-stamp
+# The real agent CLIs the tests drive, at the versions package-lock.json pins.
+CLIS    := node_modules/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install demo test lint typecheck pytest bench bench-dispatch bench-delivery constraints clean
+.PHONY: install clis demo test lint typecheck pytest bench bench-dispatch bench-delivery constraints clean
 
 $(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
@@ -14,6 +16,12 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 install: $(STAMP)
+
+$(CLIS): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(CLIS)
+
+clis: $(CLIS)
 
 demo: install
 	$(VENV)/bin/canopy demo
@@ -28,7 +36,7 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
-pytest: install
+pytest: install clis
 	$(VENV)/bin/pytest -q
 
 bench: install
@@ -45,4 +53,4 @@ constraints: install
 	$(PY) -m pip freeze --exclude-editable --exclude canopy > constraints.txt
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .demo
+	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .demo
