@@ -33,6 +33,7 @@ from canopy.errors import Refused
 from canopy.ops.notifications import notify
 from canopy.ops.sessions import LIVE, SESSION_NOT_FOUND, message_json
 from canopy.paths import session_path
+from canopy.permissions import DEFAULT_PERMISSIONS
 from canopy.platforms import Platform, get_platform, limit_wait
 from canopy.sessions.transcripts import append_turn
 from canopy.store.engine import Store
@@ -103,7 +104,11 @@ class DeliveryActivities:
         try:
             platform = get_platform(plan.platform)
             invocation = platform.build_invocation(
-                plan.prompt, model=None, effort=None, resume_session_id=plan.resume_conversation_id
+                plan.prompt,
+                model=None,
+                effort=None,
+                resume_session_id=plan.resume_conversation_id,
+                permissions=DEFAULT_PERMISSIONS,
             )
             end = await run_once(
                 plan.files,

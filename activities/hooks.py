@@ -42,6 +42,7 @@ from canopy.graphs.model import AgentHook, CommandHook, Hook, InteractiveHook, s
 from canopy.ops.session_wake import wake_session
 from canopy.ops.sessions import enqueue_hook_message
 from canopy.paths import run_log_dir
+from canopy.permissions import DEFAULT_PERMISSIONS
 from canopy.platforms import get_platform
 from canopy.platforms.usage import HarnessUsage
 from canopy.store.engine import Store
@@ -115,7 +116,11 @@ async def run_agent_hook(
     def launch() -> Command:
         prompt = markers.render(hook.prompt, values, markers.HOOK_MARKERS)
         invocation = platform.build_invocation(
-            prompt, model=hook.model, effort=hook.effort, resume_session_id=None
+            prompt,
+            model=hook.model,
+            effort=hook.effort,
+            resume_session_id=None,
+            permissions=DEFAULT_PERMISSIONS,
         )
         return Command(invocation.argv, firing.workdir, hook_env(firing), invocation.stdin)
 

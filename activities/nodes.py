@@ -33,6 +33,7 @@ from canopy.errors import Refused
 from canopy.graphs import markers
 from canopy.graphs.model import AgentNode, CommandNode, EnsembleNode
 from canopy.paths import run_log_dir
+from canopy.permissions import DEFAULT_PERMISSIONS
 from canopy.platforms import Platform, get_platform, limit_wait, load_stall_minutes
 from canopy.store.engine import Store
 from canopy.store.models import Spec
@@ -119,7 +120,11 @@ class NodeActivities:
         def command() -> Command:
             prompt = markers.render(node.prompt, values, markers.NODE_MARKERS)
             invocation = platform.build_invocation(
-                prompt, model=agent.model, effort=agent.effort, resume_session_id=watcher.session_id
+                prompt,
+                model=agent.model,
+                effort=agent.effort,
+                resume_session_id=watcher.session_id,
+                permissions=DEFAULT_PERMISSIONS,
             )
             env = node_env(launch, values)
             return Command(invocation.argv, launch.workdir, env, invocation.stdin)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from canopy.permissions import DEFAULT_PERMISSIONS, Permissions
 from canopy.platforms import Platform, UsageLimit
 
 
@@ -29,10 +30,11 @@ def run_agent(
     resume: str | None = None,
     model: str | None = None,
     effort: str | None = None,
+    permissions: Permissions = DEFAULT_PERMISSIONS,
     **env: str,
 ) -> Run:
     invocation = platform.build_invocation(
-        prompt, model=model, effort=effort, resume_session_id=resume
+        prompt, model=model, effort=effort, resume_session_id=resume, permissions=permissions
     )
     done = subprocess.run(
         invocation.argv,

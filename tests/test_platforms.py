@@ -82,7 +82,7 @@ def line(event: dict[str, object]) -> str:
 
 def test_claude_reads_the_prompt_on_stdin() -> None:
     invocation = get_platform("claude").build_invocation(
-        "- fix it", model=None, effort=None, resume_session_id=None
+        "- fix it", model=None, effort=None, resume_session_id=None, permissions="cli"
     )
     assert invocation.argv == ["claude", "-p", "--output-format", "stream-json", "--verbose"]
     assert invocation.stdin == "- fix it"
@@ -90,7 +90,7 @@ def test_claude_reads_the_prompt_on_stdin() -> None:
 
 def test_claude_argv_with_model_effort_and_resume() -> None:
     invocation = get_platform("claude").build_invocation(
-        "go", model="sonnet", effort="high", resume_session_id="abc-123"
+        "go", model="sonnet", effort="high", resume_session_id="abc-123", permissions="cli"
     )
     assert invocation.argv == [
         "claude",
@@ -109,10 +109,14 @@ def test_claude_argv_with_model_effort_and_resume() -> None:
 
 def test_codex_argv_fresh_and_resumed() -> None:
     codex = get_platform("codex")
-    fresh = codex.build_invocation("go", model=None, effort=None, resume_session_id=None)
+    fresh = codex.build_invocation(
+        "go", model=None, effort=None, resume_session_id=None, permissions="cli"
+    )
     assert fresh.argv == ["codex", "exec", "--json", "-"]
     assert fresh.stdin == "go"
-    resumed = codex.build_invocation("go", model="gpt-5", effort="high", resume_session_id="th-1")
+    resumed = codex.build_invocation(
+        "go", model="gpt-5", effort="high", resume_session_id="th-1", permissions="cli"
+    )
     assert resumed.argv == [
         "codex",
         "exec",
@@ -129,11 +133,13 @@ def test_codex_argv_fresh_and_resumed() -> None:
 
 def test_gemini_reads_the_prompt_on_stdin_and_ignores_effort() -> None:
     gemini = get_platform("gemini")
-    fresh = gemini.build_invocation("-x", model=None, effort="high", resume_session_id=None)
+    fresh = gemini.build_invocation(
+        "-x", model=None, effort="high", resume_session_id=None, permissions="cli"
+    )
     assert fresh.argv == ["gemini", "--output-format", "stream-json"]
     assert fresh.stdin == "-x"
     resumed = gemini.build_invocation(
-        "go", model="gemini-2.5-pro", effort=None, resume_session_id="s1"
+        "go", model="gemini-2.5-pro", effort=None, resume_session_id="s1", permissions="cli"
     )
     assert resumed.argv == [
         "gemini",
@@ -149,7 +155,7 @@ def test_gemini_reads_the_prompt_on_stdin_and_ignores_effort() -> None:
 def test_empty_model_counts_as_unset() -> None:
     argv = (
         get_platform("claude")
-        .build_invocation("go", model="", effort="", resume_session_id="")
+        .build_invocation("go", model="", effort="", resume_session_id="", permissions="cli")
         .argv
     )
     assert "--model" not in argv and "--effort" not in argv and "--resume" not in argv
@@ -451,9 +457,13 @@ def test_config_platform_substitutes_and_drops_unset_placeholders(home: Path) ->
     write_config(home, TOOL_CONFIG)
     tool = get_platform("mytool")
     assert tool.name == "mytool"
-    fresh = tool.build_invocation("go", model=None, effort=None, resume_session_id=None)
+    fresh = tool.build_invocation(
+        "go", model=None, effort=None, resume_session_id=None, permissions="cli"
+    )
     assert fresh == Invocation(["mytool", "-p", "go"], stdin=None)
-    assert tool.build_invocation("go", model="big", effort="low", resume_session_id=None).argv == [
+    assert tool.build_invocation(
+        "go", model="big", effort="low", resume_session_id=None, permissions="cli"
+    ).argv == [
         "mytool",
         "--model",
         "big",
@@ -461,7 +471,9 @@ def test_config_platform_substitutes_and_drops_unset_placeholders(home: Path) ->
         "-p",
         "go",
     ]
-    resumed = tool.build_invocation("go", model="big", effort=None, resume_session_id="s-9")
+    resumed = tool.build_invocation(
+        "go", model="big", effort=None, resume_session_id="s-9", permissions="cli"
+    )
     assert resumed.argv == ["mytool", "--continue", "s-9", "go"]
 
 
@@ -470,7 +482,9 @@ def test_config_platform_values_cannot_inject(home: Path) -> None:
     nasty = "x; rm -rf ~ && $(curl evil) `id` {model} {session_id}\n--model evil"
     argv = (
         get_platform("mytool")
-        .build_invocation(nasty, model="{prompt} --danger", effort=None, resume_session_id=None)
+        .build_invocation(
+            nasty, model="{prompt} --danger", effort=None, resume_session_id=None, permissions="cli"
+        )
         .argv
     )
     assert argv == ["mytool", "--model", "{prompt} --danger", "-p", nasty]
@@ -479,7 +493,9 @@ def test_config_platform_values_cannot_inject(home: Path) -> None:
 def test_config_platform_without_resume_argv_starts_fresh(home: Path) -> None:
     write_config(home, '[platforms.plain]\nargv = ["plain", "{prompt}"]\n')
     plain = get_platform("plain")
-    resumed = plain.build_invocation("go", model="m", effort=None, resume_session_id="s")
+    resumed = plain.build_invocation(
+        "go", model="m", effort=None, resume_session_id="s", permissions="cli"
+    )
     assert resumed.argv == ["plain", "go"]
     assert plain.session_id_from_line("session: abc") is None
     assert plain.usage_limit("quota hit", NOW) is None
@@ -553,17 +569,17 @@ def test_executable_override_and_extra_args(home: Path) -> None:
     )
     claude = (
         get_platform("claude")
-        .build_invocation("go", model=None, effort=None, resume_session_id=None)
+        .build_invocation("go", model=None, effort=None, resume_session_id=None, permissions="cli")
         .argv
     )
     assert claude[:2] == ["/opt/bin/claude", "-p"]
     codex = get_platform("codex").build_invocation(
-        "go", model=None, effort=None, resume_session_id=None
+        "go", model=None, effort=None, resume_session_id=None, permissions="cli"
     )
     assert codex.argv == ["npx", "codex", "exec", "--full-auto", "--json", "-"]
     gemini = (
         get_platform("gemini")
-        .build_invocation("go", model=None, effort=None, resume_session_id=None)
+        .build_invocation("go", model=None, effort=None, resume_session_id=None, permissions="cli")
         .argv
     )
     assert gemini[0] == "gemini"
@@ -716,7 +732,7 @@ def test_session_id_is_readable_while_the_agent_runs(home: Path, tmp_path: Path)
     use_fake_agent(home)
     gemini = get_platform("gemini")
     invocation = gemini.build_invocation(
-        "FAKE: hang", model=None, effort=None, resume_session_id=None
+        "FAKE: hang", model=None, effort=None, resume_session_id=None, permissions="cli"
     )
     process = subprocess.Popen(
         invocation.argv, cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True

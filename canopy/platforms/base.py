@@ -16,8 +16,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from canopy.permissions import Permissions
 from canopy.platforms.usage import HarnessUsage
 
 MIN_LIMIT_WAIT = timedelta(seconds=60)
@@ -65,6 +66,20 @@ class Invocation:
 
 
 @dataclass(frozen=True)
+class RetryNotice:
+    """A line in which the CLI says it is retrying or reconnecting by itself.
+
+    Such output is not progress: a CLI that prints only these for ``stall_minutes`` cannot
+    reach its API and is a stalled node. ``wait`` is the pause the CLI announced before
+    its next attempt, when it named one; a long one (an in-CLI sleep until a quota resets)
+    is handled as a usage limit with that reset instead of being waited out in the CLI.
+    """
+
+    message: str
+    wait: timedelta | None = None
+
+
+@dataclass(frozen=True)
 class HarnessConversation:
     """One conversation in a harness's own on-disk history.
 
@@ -91,6 +106,9 @@ class Platform(ABC):
     """One harness CLI: how to launch it and how to read what it prints."""
 
     name: str
+    takes_session_id: ClassVar[bool] = False
+    """Whether a fresh run can be given the session id Canopy chose (``session_id``), so
+    the id is known before the CLI prints anything."""
 
     @abstractmethod
     def build_invocation(
@@ -100,8 +118,15 @@ class Platform(ABC):
         model: str | None,
         effort: str | None,
         resume_session_id: str | None,
+        permissions: Permissions,
+        session_id: str | None = None,
     ) -> Invocation:
-        """One headless run; no shell is involved, so values stay single args."""
+        """One headless run; no shell is involved, so values stay single args.
+
+        ``permissions`` is what the agent may do (:mod:`canopy.permissions`), mapped to the
+        CLI's own flags; ``session_id`` is the id a fresh run takes where the CLI lets
+        Canopy choose it (:attr:`takes_session_id`), ignored when resuming.
+        """
 
     @abstractmethod
     def session_id_from_line(self, line: str) -> str | None:
@@ -117,6 +142,18 @@ class Platform(ABC):
         ``None`` (this default) when the harness reports none: a user-defined platform's
         output has no known shape.
         """
+        return None
+
+    def denials(self, output: str) -> list[str]:
+        """Each permission denial this run's output reports, one line each, in order.
+
+        An agent refused a write or a command often still exits 0; these lines are how a
+        node run says so. Empty (this default) when the harness reports none it can tell.
+        """
+        return []
+
+    def retry_notice(self, line: str) -> RetryNotice | None:
+        """The retry this output line announces, if it is one (see :class:`RetryNotice`)."""
         return None
 
     def reply_text(self, output: str) -> str | None:

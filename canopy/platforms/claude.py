@@ -34,6 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from canopy.permissions import Permissions
 from canopy.platforms.base import (
     HarnessConversation,
     Invocation,
@@ -110,6 +111,8 @@ class ClaudePlatform(JsonLinesPlatform):
         model: str | None,
         effort: str | None,
         resume_session_id: str | None,
+        permissions: Permissions,
+        session_id: str | None = None,
     ) -> Invocation:
         """``claude -p --output-format stream-json --verbose [options]``, prompt on stdin."""
         argv = [

@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from canopy.permissions import Permissions
 from canopy.platforms.base import (
     HarnessConversation,
     Invocation,
@@ -98,6 +99,8 @@ class CodexPlatform(JsonLinesPlatform):
         model: str | None,
         effort: str | None,
         resume_session_id: str | None,
+        permissions: Permissions,
+        session_id: str | None = None,
     ) -> Invocation:
         """``codex exec --json [options] [resume ID] -``, the prompt on stdin."""
         effort_override = f"model_reasoning_effort={effort}" if effort else None

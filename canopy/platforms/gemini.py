@@ -42,6 +42,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from canopy.permissions import Permissions
 from canopy.platforms.base import (
     HarnessConversation,
     Invocation,
@@ -108,6 +109,8 @@ class GeminiPlatform(JsonLinesPlatform):
         model: str | None,
         effort: str | None,
         resume_session_id: str | None,
+        permissions: Permissions,
+        session_id: str | None = None,
     ) -> Invocation:
         """``gemini --output-format stream-json [-m M] [--resume ID]``, prompt on stdin."""
         argv = [

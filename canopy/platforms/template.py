@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from canopy.permissions import Permissions
 from canopy.platforms.base import Invocation, Platform, UsageLimit, first_line
 from canopy.platforms.resets import from_epoch
 
@@ -47,6 +48,8 @@ class TemplatePlatform(Platform):
         model: str | None,
         effort: str | None,
         resume_session_id: str | None,
+        permissions: Permissions,
+        session_id: str | None = None,
     ) -> Invocation:
         """``resume_argv`` when resuming and configured, else ``argv``, substituted; the
         prompt goes on stdin when the template has no ``{prompt}``."""
