@@ -16,11 +16,12 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from canopy.permissions import Permissions
 from canopy.platforms.usage import HarnessUsage
 
+LimitKind = Literal["usage", "rate"]
 MIN_LIMIT_WAIT = timedelta(seconds=60)
 FALLBACK_LIMIT_WAIT = timedelta(hours=6)
 MAX_REPORTED_RESET = timedelta(days=8)
@@ -35,10 +36,14 @@ class UsageLimit:
     ``reset_at`` is the reset time the harness reported (timezone-aware UTC), or ``None``
     when its message gave none; callers turn it into a retry time with :func:`limit_wait`.
     ``message`` is the harness's own wording, the line the limit was read from.
+    ``kind`` is ``usage`` for a plan's usage window or quota (hours or days long) and
+    ``rate`` for an API key's rate limit (per minute), whose unknown reset is waited out
+    with a short backoff rather than the 6-hour fallback.
     """
 
     reset_at: datetime | None
     message: str
+    kind: LimitKind = "usage"
 
 
 @dataclass(frozen=True)
