@@ -24,6 +24,11 @@ from canopy.platforms.usage import HarnessUsage
 LimitKind = Literal["usage", "rate"]
 MIN_LIMIT_WAIT = timedelta(seconds=60)
 FALLBACK_LIMIT_WAIT = timedelta(hours=6)
+RATE_LIMIT_FIRST_WAIT = timedelta(minutes=1)
+RATE_LIMIT_MAX_WAIT = timedelta(hours=1)
+LONG_RETRY_WAIT = timedelta(minutes=5)
+"""The longest pause a CLI may announce before retrying by itself and be left to it;
+a longer one (an in-CLI sleep until a quota resets) is handled as a usage limit."""
 MAX_REPORTED_RESET = timedelta(days=8)
 """The furthest reset believed as reported: a weekly window is at most 7 days away, and a
 day more covers a time zone misread. Anything later is a misread date (absurd)."""
@@ -161,6 +166,11 @@ class Platform(ABC):
         """The retry this output line announces, if it is one (see :class:`RetryNotice`)."""
         return None
 
+    def is_progress(self, line: str) -> bool:
+        """Whether this output line shows the run getting on: any non-blank line but a
+        retry notice, by default (plain-text harnesses)."""
+        return bool(line.strip()) and self.retry_notice(line) is None
+
     def reply_text(self, output: str) -> str | None:
         """The assistant's final reply in this run's output: the text a user would read.
 
@@ -180,6 +190,17 @@ class Platform(ABC):
         return None
 
 
+def rate_limit_backoff(streak: int) -> timedelta:
+    """How long to wait out an API rate limit that named no reset, after ``streak``
+    earlier rate limits in a row: 1, 2, 4, … minutes, at most an hour.
+
+    An API key's rate limit is per minute: a retry a minute later usually passes, and
+    one that keeps failing backs off instead of spending a launch every minute all night.
+    """
+    doublings: int = min(max(streak, 0), 6)
+    return min(RATE_LIMIT_FIRST_WAIT * (1 << doublings), RATE_LIMIT_MAX_WAIT)
+
+
 def clamp_reset(reset_at: datetime | None, now: datetime) -> datetime:
     """When to retry after a usage limit: the reported reset, never sooner than now+60 s.
 
@@ -188,14 +209,25 @@ def clamp_reset(reset_at: datetime | None, now: datetime) -> datetime:
     reset is a multi-hour or daily window, and retrying early would only spend a launch
     to hit the same limit again. A reset already past (clock skew, a stale message) waits
     the 60-second minimum, so a run never spins. A weekly reset days away is honoured.
+    (An API rate limit without a reset backs off instead: :func:`limit_wait`.)
     """
     if reset_at is None or reset_at > now + MAX_REPORTED_RESET:
         return now + FALLBACK_LIMIT_WAIT
     return max(reset_at, now + MIN_LIMIT_WAIT)
 
 
-def limit_wait(limit: UsageLimit, now: datetime) -> LimitWait:
-    """The retry time for ``limit`` (:func:`clamp_reset`) and the reason, naming both."""
+def limit_wait(limit: UsageLimit, now: datetime, *, streak: int = 0) -> LimitWait:
+    """The retry time for ``limit`` and the reason, naming both.
+
+    A rate limit (``kind == "rate"``) without a reset waits :func:`rate_limit_backoff`
+    for ``streak``, the rate limits the same work met just before; any other limit
+    waits :func:`clamp_reset`'s time.
+    """
+    if limit.reset_at is None and limit.kind == "rate":
+        retry_at = now + rate_limit_backoff(streak)
+        shown = f"{retry_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+        why = f"an API rate limit with no reset time; retrying at {shown}, backing off"
+        return LimitWait(retry_at, f"{limit.message} ({why})")
     retry_at = clamp_reset(limit.reset_at, now)
     shown = f"{retry_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
     if limit.reset_at is None:
@@ -204,7 +236,12 @@ def limit_wait(limit: UsageLimit, now: datetime) -> LimitWait:
         why = f"resets at {shown}"
     else:
         reported = f"{limit.reset_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
-        bound = "has passed" if limit.reset_at < now else "is too far ahead to be right"
+        if limit.reset_at < now:
+            bound = "has passed"
+        elif limit.reset_at < now + MIN_LIMIT_WAIT:
+            bound = "is less than a minute ahead"
+        else:
+            bound = "is too far ahead to be right"
         why = f"reported reset {reported} {bound}; retrying at {shown}"
     return LimitWait(retry_at, f"{limit.message} ({why})")
 
@@ -281,6 +318,11 @@ class JsonLinesPlatform(Platform, ABC):
         if in_text is None or in_events is None:
             return in_events or in_text
         return UsageLimit(in_events.reset_at or in_text.reset_at, in_text.message)
+
+    def is_progress(self, line: str) -> bool:
+        """Only the harness's events are progress: stderr text (stack traces, banners)
+        and its retry notices are not."""
+        return json_event(line) is not None and self.retry_notice(line) is None
 
     def failure_lines(self, plain: list[str]) -> list[str]:
         """The plain-text lines that may report this run's failure (all, by default)."""

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 from canopy.errors import Refused
 from canopy.limits import DEFAULT_STALL_MINUTES, STALL_MINUTES, range_problem
 from canopy.paths import canopy_home
+from canopy.permissions import Permissions
 from canopy.platforms.template import PLACEHOLDER, PLACEHOLDERS
 
 CONFIG_FILE = "config.toml"
@@ -26,7 +27,9 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 class PlatformSettings(BaseModel):
     """One ``[platforms.NAME]`` table, checked before any agent is launched with it.
 
-    Built-in platforms take ``executable`` and ``extra_args``; user-defined ones take
+    Built-in platforms take ``executable``, ``extra_args`` and ``permissions`` (the level
+    their agents run at where the graph, node, member, hook or session does not say, see
+    :mod:`canopy.permissions`); user-defined ones take
     ``argv`` and the optional ``resume_argv``, ``session_id_pattern``, ``limit_pattern``.
     Which set applies is the registry's call, since it knows the built-in names.
     """
@@ -39,6 +42,7 @@ class PlatformSettings(BaseModel):
     limit_pattern: str | None = None
     executable: str | tuple[str, ...] | None = None
     extra_args: tuple[str, ...] = ()
+    permissions: Permissions | None = None
 
     @field_validator("argv", "resume_argv")
     @classmethod
@@ -140,6 +144,12 @@ def load_platform_settings() -> dict[str, PlatformSettings]:
     if not isinstance(tables, dict):
         raise Refused(f"config file {path}: 'platforms' must be a table of [platforms.NAME]")
     return {name: _settings(path, name, table) for name, table in tables.items()}
+
+
+def platform_permissions(name: str) -> Permissions | None:
+    """The ``permissions`` ``[platforms.NAME]`` sets, if it does (read fresh, as all of it)."""
+    settings = load_platform_settings().get(name)
+    return settings.permissions if settings is not None else None
 
 
 def _settings(path: Path, name: str, table: Any) -> PlatformSettings:

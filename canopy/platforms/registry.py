@@ -1,7 +1,8 @@
 """Platform lookup by name: the built-in adapters plus those in the config file.
 
 ``claude``, ``codex`` and ``gemini`` are built in; a ``[platforms.<built-in>]`` table may
-only point them at another ``executable`` or add ``extra_args`` (e.g. permission flags).
+only point them at another ``executable``, add ``extra_args`` or set the ``permissions``
+level their agents run at (:func:`~canopy.platforms.config.platform_permissions`).
 ``demo`` is Claude's adapter launching :mod:`canopy.platforms.demo_agent` with this
 interpreter, so ``make demo`` needs no API key; it takes no settings. Any other name in
 the config file is a user-defined :class:`~canopy.platforms.template.TemplatePlatform`.
@@ -28,7 +29,7 @@ _BUILT_IN: dict[str, type[ClaudePlatform | CodexPlatform | GeminiPlatform]] = {
 }
 DEMO = "demo"
 _TEMPLATE_KEYS = ("argv", "resume_argv", "session_id_pattern", "limit_pattern")
-_BUILT_IN_KEYS = ("executable", "extra_args")
+_BUILT_IN_KEYS = ("executable", "extra_args", "permissions")
 
 
 def platform_names() -> list[str]:
