@@ -13,6 +13,7 @@ over, and at settle time a spec another active run holds is named, never blamed.
 """
 
 from collections.abc import Callable
+from itertools import takewhile
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, Select, func, null, select, update
@@ -26,6 +27,7 @@ from canopy.contracts.graph_run import (
     LaunchEnd,
     NextSpec,
     NodeDispatch,
+    NodeLaunch,
     NodeResult,
     NodeStep,
     ReadAhead,
@@ -181,9 +183,15 @@ def _record_end(node_run: NodeRun, result: NodeResult) -> None:
     node_run.platform = result.platform
     node_run.host = result.host
     node_run.error = result.error
+    node_run.denial_count = result.denial_count
+    node_run.denials = result.denials
     record_usage(node_run, result.usage)
     node_run.ended_at = utcnow()
 
+
+RATE_LIMIT_STREAK_READ = 8
+"""Node runs read back for :meth:`RunRecords.limit_streak`: the backoff stops growing
+at an hour, well before."""
 
 FINAL_OUTCOMES = ("completed", "failed", "skipped")
 """Outcomes that end a spec for good; it is also its status. Any other goes back to
@@ -287,6 +295,23 @@ class RunRecords:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+
+    def limit_streak(self, launch: NodeLaunch) -> int:
+        """How many of this run's node runs of the spec's node, just before ``launch``'s,
+        ended usage-limited: how far an API rate limit's backoff has grown."""
+        with self._store.transaction() as db:
+            statuses = db.scalars(
+                select(NodeRun.status)
+                .where(
+                    NodeRun.run_id == launch.run_id,
+                    NodeRun.spec_id == launch.spec_id,
+                    NodeRun.node == launch.node.name,
+                    NodeRun.id < launch.node_run_id,
+                )
+                .order_by(NodeRun.id.desc())
+                .limit(RATE_LIMIT_STREAK_READ)
+            )
+            return sum(1 for _ in takewhile(lambda status: status == "limit_blocked", statuses))
 
     @activity.defn
     def read_ahead(self, request: ReadAhead) -> Ahead:

@@ -33,8 +33,8 @@ from canopy.errors import Refused
 from canopy.ops.notifications import notify
 from canopy.ops.sessions import LIVE, SESSION_NOT_FOUND, message_json
 from canopy.paths import session_path
-from canopy.permissions import DEFAULT_PERMISSIONS
-from canopy.platforms import Platform, get_platform, limit_wait
+from canopy.permissions import Permissions, nearest, stored_permissions
+from canopy.platforms import Platform, get_platform, limit_wait, platform_permissions
 from canopy.sessions.transcripts import append_turn
 from canopy.store.engine import Store
 from canopy.store.models import InteractiveSession, Message
@@ -61,6 +61,8 @@ class TurnPlan:
     workdir: str
     prompt: str
     resume_conversation_id: str | None
+    permissions: Permissions | None
+    """The session's own level; unset: the platform's, else the default."""
     files: ProcessFiles
 
 
@@ -108,7 +110,7 @@ class DeliveryActivities:
                 model=None,
                 effort=None,
                 resume_session_id=plan.resume_conversation_id,
-                permissions=DEFAULT_PERMISSIONS,
+                permissions=nearest(plan.permissions, platform_permissions(plan.platform)),
             )
             end = await run_once(
                 plan.files,
@@ -176,6 +178,7 @@ class DeliveryActivities:
                 workdir=target.workdir,
                 prompt=message.prompt,
                 resume_conversation_id=target.harness_conversation_id,
+                permissions=stored_permissions(target.permissions),
                 files=files,
             )
 

@@ -43,7 +43,7 @@ from typing import Any
 from temporalio import activity
 
 from canopy.activities import detached_runner
-from canopy.platforms import Platform
+from canopy.platforms import LONG_RETRY_WAIT, Platform, RetryNotice
 
 HEARTBEAT_SECONDS = 1.0
 OUTPUT_TAIL_LINES = 200
@@ -86,6 +86,11 @@ class ProcessFiles:
         """A new descriptor on the lock file (created if need be), for ``flock``."""
         return os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o600)
 
+    @property
+    def relaunched(self) -> bool:
+        """Whether a launch was lost before this one (:meth:`set_lost_aside`)."""
+        return any(self.directory.glob("started.lost-*"))
+
     def set_lost_aside(self) -> None:
         """Keep a lost launch's marker as ``started.lost-N`` so the next launch may start.
 
@@ -108,6 +113,15 @@ class Command:
 
 
 @dataclass(frozen=True)
+class LongRetry:
+    """A retry the harness announced it would sleep for too long before (an in-CLI wait
+    for a quota to reset): the notice, and when it said so (epoch seconds)."""
+
+    notice: RetryNotice
+    at: float
+
+
+@dataclass(frozen=True)
 class ProcessEnd:
     """How a process ended: an exit status, or ``None`` with the problem."""
 
@@ -115,6 +129,8 @@ class ProcessEnd:
     problem: str | None = None
     timed_out: bool = False
     stalled: bool = False
+    long_retry: LongRetry | None = None
+    """Stopped because the harness announced it would sleep this long before a retry."""
 
     @property
     def lost(self) -> bool:
@@ -133,10 +149,13 @@ class LaunchError(Exception):
 
 
 class OutputWatcher:
-    """Reads ``output.log`` as it grows: the last lines, and the latest harness session id.
+    """Reads ``output.log`` as it grows: the last lines, the latest harness session id,
+    and how the harness is getting on: when it last made progress (the log's time when a
+    progress line was read), the retry notice it printed since, if any, and a retry it
+    announced it would sleep too long for (:data:`LONG_RETRY_WAIT`).
 
     An adopting attempt reads the log from its start, so it knows everything the first
-    attempt knew.
+    attempt knew; times are the log's own, so they mean the same to it.
     """
 
     def __init__(self, path: Path, platform: Platform | None, session_id: str | None) -> None:
@@ -146,6 +165,14 @@ class OutputWatcher:
         self._partial = b""
         self._tail: deque[str] = deque(maxlen=OUTPUT_TAIL_LINES)
         self.session_id = session_id
+        self.progress_at: float | None = None
+        self.notice: RetryNotice | None = None
+        self.long_retry: LongRetry | None = None
+
+    @property
+    def reads_progress(self) -> bool:
+        """Whether progress is read from the lines (a harness), not from any output."""
+        return self._platform is not None
 
     def poll(self) -> None:
         """Take in every complete line written since the last poll."""
@@ -153,30 +180,41 @@ class OutputWatcher:
             with self._path.open("rb") as log:
                 log.seek(self._offset)
                 chunk = log.read()
+                written_at = os.fstat(log.fileno()).st_mtime
         except FileNotFoundError:
             return
         self._offset += len(chunk)
         *lines, self._partial = (self._partial + chunk).split(b"\n")
         for raw in lines:
-            self._take(raw + b"\n")
+            self._take(raw + b"\n", written_at)
 
     def finish(self) -> None:
         """Take in the rest, including a last line without a newline."""
         self.poll()
         if self._partial:
-            self._take(self._partial)
+            self._take(self._partial, time.time())
             self._partial = b""
 
     @property
     def tail(self) -> str:
         return "".join(self._tail)
 
-    def _take(self, raw: bytes) -> None:
+    def _take(self, raw: bytes, written_at: float) -> None:
         line = raw.decode("utf-8", errors="replace")
         self._tail.append(line)
-        found = self._platform.session_id_from_line(line) if self._platform else None
+        if self._platform is None:
+            return
+        found = self._platform.session_id_from_line(line)
         if found:
             self.session_id = found
+        notice = self._platform.retry_notice(line)
+        if notice is not None:
+            self.notice = notice
+            long = notice.wait is not None and notice.wait > LONG_RETRY_WAIT
+            if long and self.long_retry is None:
+                self.long_retry = LongRetry(notice, written_at)
+        elif self._platform.is_progress(line):
+            self.progress_at, self.notice, self.long_retry = written_at, None, None
 
 
 async def run_once(
@@ -283,11 +321,17 @@ class Limits:
     timeout_minutes: float | None
     stall_minutes: float | None
 
-    def overrun(self, files: ProcessFiles, now: float) -> ProcessEnd | None:
-        """The end to report if the process is past a limit now, else ``None``.
+    def overrun(
+        self, files: ProcessFiles, now: float, watcher: OutputWatcher | None
+    ) -> ProcessEnd | None:
+        """The end to report if the process is past a limit now, else ``None``: its
+        deadline, a retry it announced it would sleep too long for, or a stall.
 
-        Times are the files' own (when the process started, when it last printed), so an
-        attempt adopting the process after a worker restart measures the same.
+        A harness (``watcher`` reading progress) stalls when it makes no progress: retry
+        notices and stray text do not count, so a CLI that only reconnects is stopped.
+        Other processes stall when they print nothing. Times are the files' own (when the
+        process started, when it last printed), so an attempt adopting the process after a
+        worker restart measures the same.
         """
         try:
             started = files.started.stat().st_mtime
@@ -296,10 +340,35 @@ class Limits:
         if self.timeout_minutes and now > started + self.timeout_minutes * 60:
             stopped = f"ran longer than {self.timeout_minutes:g} minutes and was stopped"
             return ProcessEnd(None, stopped, timed_out=True)
-        if self.stall_minutes and now > _last_output(files, started) + self.stall_minutes * 60:
-            silent = f"printed nothing for {self.stall_minutes:g} minutes and was stopped"
-            return ProcessEnd(None, silent, stalled=True)
-        return None
+        if watcher is not None and watcher.long_retry is not None:
+            notice = watcher.long_retry.notice
+            return ProcessEnd(
+                None,
+                f"{notice.message} (stopped: too long a wait inside the CLI)",
+                long_retry=watcher.long_retry,
+            )
+        if not self.stall_minutes:
+            return None
+        output_at = _last_output(files, started)
+        reads_progress = watcher is not None and watcher.reads_progress
+        progress_at = (
+            max(started, watcher.progress_at or started)
+            if watcher and reads_progress
+            else output_at
+        )
+        if now <= progress_at + self.stall_minutes * 60:
+            return None
+        minutes = f"{self.stall_minutes:g} minutes"
+        if watcher is not None and watcher.notice is not None:
+            problem = (
+                f"could not reach its API: it printed only retry notices for {minutes} "
+                f"(last: {watcher.notice.message}) and was stopped"
+            )
+        elif output_at > progress_at:
+            problem = f"made no progress for {minutes} (nothing it printed was) and was stopped"
+        else:
+            problem = f"printed nothing for {minutes} and was stopped"
+        return ProcessEnd(None, problem, stalled=True)
 
 
 def _last_output(files: ProcessFiles, started: float) -> float:
@@ -325,7 +394,7 @@ async def _wait(files: ProcessFiles, limits: Limits, watcher: OutputWatcher | No
                 watcher.poll()
             activity.heartbeat(_details(files, watcher))
             if overrun is None:
-                overrun = limits.overrun(files, time.time())
+                overrun = limits.overrun(files, time.time(), watcher)
                 if overrun is not None:
                     kill(files)
             await asyncio.wait({released}, timeout=HEARTBEAT_SECONDS)

@@ -42,8 +42,8 @@ from canopy.graphs.model import AgentHook, CommandHook, Hook, InteractiveHook, s
 from canopy.ops.session_wake import wake_session
 from canopy.ops.sessions import enqueue_hook_message
 from canopy.paths import run_log_dir
-from canopy.permissions import DEFAULT_PERMISSIONS
-from canopy.platforms import get_platform
+from canopy.permissions import Permissions, nearest, stored_permissions
+from canopy.platforms import get_platform, platform_permissions
 from canopy.platforms.usage import HarnessUsage
 from canopy.store.engine import Store
 from canopy.store.models import Graph, HookRun, Message, RunSpec, Spec
@@ -110,8 +110,10 @@ async def run_command_hook(
 async def run_agent_hook(
     hook: AgentHook, values: dict[str, str | None], firing: HookFiring, files: ProcessFiles
 ) -> tuple[str, str | None, str | None]:
-    """An agent launched through the same platform adapters as nodes, prompt on stdin."""
+    """An agent launched through the same platform adapters as nodes, prompt on stdin, at
+    its permission level (the hook's or graph's, else the platform's, else the default)."""
     platform = get_platform(hook.platform)
+    permissions = nearest(hook.permissions, platform_permissions(hook.platform))
 
     def launch() -> Command:
         prompt = markers.render(hook.prompt, values, markers.HOOK_MARKERS)
@@ -120,7 +122,7 @@ async def run_agent_hook(
             model=hook.model,
             effort=hook.effort,
             resume_session_id=None,
-            permissions=DEFAULT_PERMISSIONS,
+            permissions=permissions,
         )
         return Command(invocation.argv, firing.workdir, hook_env(firing), invocation.stdin)
 
@@ -156,7 +158,7 @@ class HookActivities:
         the agent hooks among them used.
 
         Store work runs on threads, so a slow store never stalls the worker's heartbeats."""
-        hooks = await asyncio.to_thread(self.stored_hooks, firing)
+        hooks, graph_permissions = await asyncio.to_thread(self.stored_hooks, firing)
         values = await asyncio.to_thread(self.marker_values, firing)
         fired = HooksFired(hook_run_ids=[])
         for index, hook in enumerate(hooks):
@@ -171,14 +173,19 @@ class HookActivities:
                 continue
             hook_run_id, fired_config = opened
             fired.hook_run_ids.append(hook_run_id)
-            used = await self.run_and_record(hook_run_id, fired_config, hook_values, firing)
+            used = await self.run_and_record(
+                hook_run_id, fired_config, hook_values, firing, graph_permissions
+            )
             fired.usage = used.plus(fired.usage) if used is not None else fired.usage
         return fired
 
-    def stored_hooks(self, firing: HookFiring) -> list[dict[str, Any]]:
-        """The hooks of the firing's event, as stored now (an edit during the run counts)."""
+    def stored_hooks(self, firing: HookFiring) -> tuple[list[dict[str, Any]], Permissions | None]:
+        """The hooks of the firing's event, as stored now (an edit during the run counts),
+        and the graph's permission level, which agent hooks that set none run at."""
         with self._store.transaction() as db:
-            return list((db.get_one(Graph, firing.graph_id).hooks or {}).get(firing.event, []))
+            graph = db.get_one(Graph, firing.graph_id)
+            hooks = list((graph.hooks or {}).get(firing.event, []))
+            return hooks, stored_permissions(graph.permissions)
 
     def marker_values(self, firing: HookFiring) -> dict[str, str | None]:
         """The reference's markers, populated as the event provides them (others: none)."""
@@ -248,14 +255,18 @@ class HookActivities:
         hook: dict[str, Any],
         values: dict[str, str | None],
         firing: HookFiring,
+        graph_permissions: Permissions | None,
     ) -> HarnessUsage | None:
         """Run one hook and record how it went (any error becomes a failed hook run); what
-        its harness reported it used."""
+        its harness reported it used. An agent hook that sets no permission level runs at
+        the graph's (``graph_permissions``), if that is set."""
         files: ProcessFiles | None = None
         parsed: Hook | None = None
         try:
             files = hook_files(firing.run_id, hook_run_id)
             parsed = stored_hook(hook)
+            if isinstance(parsed, AgentHook) and parsed.permissions is None:
+                parsed = parsed.model_copy(update={"permissions": graph_permissions})
             status, output, error = await self.run_hook(parsed, values, firing, files, hook_run_id)
         except (Refused, LaunchError) as failure:  # a hook's failure is recorded, never raised
             status, output, error = "failed", None, str(failure)
@@ -274,7 +285,7 @@ class HookActivities:
             platform = get_platform(end.platform) if end.platform else None
         except Refused:  # the hook failed on it already; its run is recorded all the same
             platform = None
-        usage = ledger.logged_usage(platform, end.log)
+        usage = ledger.read_report(platform, end.log).usage
         with self._store.transaction() as db:
             hook_run = db.get_one(HookRun, hook_run_id)
             hook_run.status = end.status

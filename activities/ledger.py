@@ -6,24 +6,33 @@ wrote. Command nodes and command hooks have no harness: they record nothing (``N
 never a guessed zero.
 """
 
-from dataclasses import fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from canopy.platforms import HarnessUsage, Platform
 from canopy.store.models import HarnessUsageColumns
 
 
-def logged_usage(platform: Platform | None, log: Path | None) -> HarnessUsage | None:
-    """The usage ``platform``'s harness reported in ``log``; ``None`` without a harness,
-    a log, or anything reported. An unreadable log is reported as nothing, not an error:
-    the run's own outcome is what matters."""
+@dataclass(frozen=True)
+class LogReport:
+    """What a harness reported in a run's log: its usage (``None``: nothing reported) and
+    the permission denials it met, one line each."""
+
+    usage: HarnessUsage | None = None
+    denials: list[str] = field(default_factory=list)
+
+
+def read_report(platform: Platform | None, log: Path | None) -> LogReport:
+    """What ``platform``'s harness reported in ``log``, read once; nothing without a
+    harness or a log. An unreadable log is reported as nothing, not an error: the run's
+    own outcome is what matters."""
     if platform is None or log is None:
-        return None
+        return LogReport()
     try:
         output = log.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return None
-    return platform.usage(output)
+        return LogReport()
+    return LogReport(platform.usage(output), platform.denials(output))
 
 
 def record_usage(row: HarnessUsageColumns, usage: HarnessUsage | None) -> None:

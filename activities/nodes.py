@@ -12,7 +12,10 @@ error; so is anything that keeps the node from starting, with the reason recorde
 """
 
 import asyncio
-from collections.abc import Awaitable
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from functools import partial
 
 from temporalio import activity
 
@@ -33,13 +36,25 @@ from canopy.errors import Refused
 from canopy.graphs import markers
 from canopy.graphs.model import AgentNode, CommandNode, EnsembleNode
 from canopy.paths import run_log_dir
-from canopy.permissions import DEFAULT_PERMISSIONS
-from canopy.platforms import Platform, get_platform, limit_wait, load_stall_minutes
+from canopy.permissions import Permissions, nearest, stored_permissions
+from canopy.platforms import (
+    Platform,
+    UsageLimit,
+    get_platform,
+    limit_wait,
+    load_stall_minutes,
+    platform_permissions,
+)
 from canopy.store.engine import Store
-from canopy.store.models import Spec
+from canopy.store.models import Graph, Spec
 from canopy.temporal.client import this_host
 from canopy.timefmt import utcnow
 from canopy.workdir import worktree_state
+
+MAX_RECORDED_DENIALS = 5
+"""How many of a node run's denials are kept, one line each (all are counted)."""
+SESSION_IDS = uuid.UUID("5d1f4c2e-8a7b-4f0e-9c3d-2b6a1e0f7c94")
+"""The namespace of the session ids Canopy chooses for node runs (:func:`chosen_session_id`)."""
 
 
 def node_marker_values(store: Store, launch: NodeLaunch) -> dict[str, str | None]:
@@ -47,8 +62,20 @@ def node_marker_values(store: Store, launch: NodeLaunch) -> dict[str, str | None
 
     A store read: the node activities run it on a thread, off the worker's event loop."""
     with store.transaction() as db:
-        spec = db.get_one(Spec, launch.spec_id)
-        name, body = spec.name, spec.body
+        return _marker_values(db.get_one(Spec, launch.spec_id), launch)
+
+
+def agent_launch_context(
+    store: Store, launch: NodeLaunch
+) -> tuple[dict[str, str | None], Permissions | None]:
+    """An agent node's marker values and its graph's permission level, read together."""
+    with store.transaction() as db:
+        values = _marker_values(db.get_one(Spec, launch.spec_id), launch)
+        return values, stored_permissions(db.get_one(Graph, launch.graph_id).permissions)
+
+
+def _marker_values(spec: Spec, launch: NodeLaunch) -> dict[str, str | None]:
+    name, body = spec.name, spec.body
     values: dict[str, str | None] = dict(specformat.read_body(body).sections)
     values.update(
         graph_name=launch.graph_name,
@@ -109,22 +136,35 @@ class NodeActivities:
             raise Refused(f"node {node.name} is not an agent node")
         agent = launch.agent()
         files = node_files(launch)
+        values, graph_permissions = await asyncio.to_thread(
+            agent_launch_context, self._store, launch
+        )
         try:
             platform = get_platform(agent.platform)
             stall = node.stall_minutes if node.stall_minutes is not None else load_stall_minutes()
+            permissions = nearest(
+                agent.permissions,
+                node.permissions,
+                graph_permissions,
+                platform_permissions(agent.platform),
+            )
         except Refused as refusal:
             return _not_started(launch, files, refusal, agent.platform)
-        watcher = OutputWatcher(files.output, platform, launch.resume_session_id)
-        values = await asyncio.to_thread(node_marker_values, self._store, launch)
+        chosen = chosen_session_id(launch) if platform.takes_session_id else None
+        watcher = OutputWatcher(files.output, platform, launch.resume_session_id or chosen)
 
         def command() -> Command:
             prompt = markers.render(node.prompt, values, markers.NODE_MARKERS)
+            resume = (
+                watcher.session_id if watcher.session_id != chosen or files.relaunched else None
+            )
             invocation = platform.build_invocation(
                 prompt,
                 model=agent.model,
                 effort=agent.effort,
-                resume_session_id=watcher.session_id,
-                permissions=DEFAULT_PERMISSIONS,
+                resume_session_id=resume,
+                permissions=permissions,
+                session_id=chosen,
             )
             env = node_env(launch, values)
             return Command(invocation.argv, launch.workdir, env, invocation.stdin)
@@ -146,7 +186,8 @@ class NodeActivities:
         except (Refused, LaunchError) as error:
             return _not_started(launch, files, error, agent.platform)
         # On a thread: reading what the harness used reads its whole log.
-        return await asyncio.to_thread(node_result, launch, files, end, watcher, platform)
+        streak = partial(self._records.limit_streak, launch)
+        return await asyncio.to_thread(node_result, launch, files, end, watcher, platform, streak)
 
     @activity.defn
     async def run_command_node(self, launch: NodeLaunch) -> NodeResult:
@@ -182,9 +223,16 @@ def node_result(
     end: ProcessEnd,
     watcher: OutputWatcher,
     platform: Platform | None,
+    limit_streak: Callable[[], int] = lambda: 0,
 ) -> NodeResult:
-    """How the node ended, always with the reason when it did not succeed, and what its
-    harness reported it used (a run that failed or was stopped may have used plenty)."""
+    """How the node ended, always with the reason when it did not succeed, what its
+    harness reported it used (a run that failed or was stopped may have used plenty) and
+    the permission denials it reported.
+
+    ``limit_streak`` counts the usage-limited node runs just before this one, for the
+    backoff of an API rate limit that names no reset (asked only then).
+    """
+    report = ledger.read_report(platform, files.output)
     ended = NodeResult(
         status="succeeded" if end.exit_code == 0 else "failed",
         exit_code=end.exit_code,
@@ -192,8 +240,15 @@ def node_result(
         harness_session_id=watcher.session_id,
         platform=platform.name if platform else None,
         host=this_host(),
-        usage=ledger.logged_usage(platform, files.output),
+        usage=report.usage,
+        denial_count=len(report.denials) if platform else None,
+        denials=report.denials[:MAX_RECORDED_DENIALS] or None,
     )
+    if end.long_retry is not None:
+        notice = end.long_retry.notice
+        wait = notice.wait or timedelta(0)
+        said_at = datetime.fromtimestamp(end.long_retry.at, UTC)
+        return _limit_blocked(ended, UsageLimit(said_at + wait, notice.message), 0)
     if end.timed_out or end.stalled:
         status = "timed_out" if end.timed_out else "stalled"
         message = f"node {launch.node.name} {end.problem}"
@@ -201,18 +256,34 @@ def node_result(
     if end.exit_code is None:
         return ended.model_copy(update={"error": end.problem})
     if end.exit_code == 0:
-        return ended
+        return _denial_verdict(ended, launch)
     limit = platform.usage_limit(watcher.tail, utcnow()) if platform else None
     if limit is not None:
-        wait = limit_wait(limit, utcnow())
-        return ended.model_copy(
-            update={
-                "status": "limit_blocked",
-                "limit_reset_at": wait.retry_at,
-                "error": wait.reason,
-            }
-        )
+        streak = limit_streak() if limit.kind == "rate" and limit.reset_at is None else 0
+        return _limit_blocked(ended, limit, streak)
     return ended.model_copy(update={"error": exit_reason(end.exit_code)})
+
+
+def _limit_blocked(ended: NodeResult, limit: UsageLimit, streak: int) -> NodeResult:
+    """``ended`` as a usage-limited node run, retrying when :func:`limit_wait` says."""
+    wait = limit_wait(limit, utcnow(), streak=streak)
+    update = {"status": "limit_blocked", "limit_reset_at": wait.retry_at, "error": wait.reason}
+    return ended.model_copy(update=update)
+
+
+def _denial_verdict(ended: NodeResult, launch: NodeLaunch) -> NodeResult:
+    """A run that exited 0: succeeded, unless its agent was refused something and the
+    node says a denial fails it (``on_denial = "fail"``)."""
+    node = launch.node
+    fails = isinstance(node, AgentNode | EnsembleNode) and node.on_denial == "fail"
+    if not fails or not ended.denial_count:
+        return ended
+    first = (ended.denials or ["?"])[0]
+    error = (
+        f"node {node.name}: the agent was refused {ended.denial_count} action(s) and the "
+        f"node fails on a denial (first: {first})"
+    )
+    return ended.model_copy(update={"status": "failed", "error": error})
 
 
 def _not_started(
@@ -227,6 +298,13 @@ def _not_started(
         platform=platform,
         host=this_host(),
     )
+
+
+def chosen_session_id(launch: NodeLaunch) -> str:
+    """The session id a fresh agent run takes where its CLI lets Canopy choose one: the
+    same for every attempt at this node run, so an attempt adopting a launch (or
+    relaunching one lost before its first output line) knows it without any output."""
+    return str(uuid.uuid5(SESSION_IDS, f"{launch.run_id}/{launch.node_run_id}"))
 
 
 def node_env(launch: NodeLaunch, values: dict[str, str | None]) -> dict[str, str]:

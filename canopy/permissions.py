@@ -27,6 +27,25 @@ ON_DENIAL_CHOICES: tuple[OnDenial, ...] = get_args(OnDenial)
 (``warn``, the default: the denials are recorded and shown) or a failure (``fail``)."""
 
 
+def checked_permissions(value: str | None) -> Permissions | None:
+    """A level a user typed (``None``: not set), or a one-line refusal listing the levels."""
+    if value is None:
+        return None
+    level = stored_permissions(value)
+    if level is None:
+        from canopy.errors import Refused
+
+        raise Refused(f"unknown permissions {value!r}; one of {', '.join(PERMISSION_LEVELS)}")
+    return level
+
+
+def stored_permissions(value: object) -> Permissions | None:
+    """A level as a store column or a stored JSON field holds it: ``None`` when unset,
+    and for anything that is not a level (a row written by hand, say) the nearer or
+    farther setting decides, as if unset."""
+    return next((level for level in PERMISSION_LEVELS if level == value), None)
+
+
 def nearest(*levels: Permissions | None) -> Permissions:
     """The first level set, nearest first (member, node, graph, platform), else the default."""
     return next((level for level in levels if level is not None), DEFAULT_PERMISSIONS)

@@ -432,7 +432,11 @@ def _session_new(rows: Rows, options: Options, _positionals: list[str], as_json:
     from canopy.ops import sessions
 
     result = sessions.session_new(
-        rows, options["--platform"], options.get("--name"), options.get("--workdir")
+        rows,
+        options["--platform"],
+        options.get("--name"),
+        options.get("--workdir"),
+        options.get("--permissions"),
     )
     emit(result, as_json, lambda: session_views.show_session(result))
 
@@ -545,7 +549,9 @@ _COMMANDS: dict[tuple[str, ...], _Command] = {
     ("session", "list"): _Command(_session_list, flags=("--all",)),
     ("session", "get"): _Command(_session_get, (1, 1), flags=("--transcript",)),
     ("session", "new"): _Command(
-        _session_new, options=("--platform", "--name", "--workdir"), required=("--platform",)
+        _session_new,
+        options=("--platform", "--name", "--workdir", "--permissions"),
+        required=("--platform",),
     ),
     ("session", "send"): _Command(_session_send, (2, 2), options=("--wait",), decimals=("--wait",)),
     ("session", "close"): _Command(_session_close, (1, 1)),

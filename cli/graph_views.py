@@ -77,7 +77,7 @@ def _show_facts(info: GraphInfo) -> None:
     host = f"   host: {info.host}" if info.host is not None else ""
     print_line(
         f"status: {info.status}   workdir: {info.workdir or '(none)'}{host}   "
-        f"allow_dirty_start: {dirty}"
+        f"allow_dirty_start: {dirty}   permissions: {info.permissions or '(platform default)'}"
     )
     if info.blocker is not None:
         print_line(f"blocker: {blocker_text(info.blocker)}")
@@ -139,6 +139,7 @@ def _show_node_runs(node_runs: list[NodeRunInfo]) -> None:
             "exit",
             "used",
             "model",
+            "denied",
             "error",
             "started",
             "ended",
@@ -161,6 +162,7 @@ def _show_node_runs(node_runs: list[NodeRunInfo]) -> None:
                     n.cost_usd,
                 ),
                 n.model or "",
+                n.denied(),
                 n.error or "",
                 n.started_at,
                 n.ended_at,
@@ -265,21 +267,34 @@ def _show_queue_progress(progress: QueueProgress) -> None:
 
 
 def _runs(node: StoredNode) -> str:
-    """What runs the node: its command, its ensemble, or its agent."""
+    """What runs the node: its command, its ensemble, or its agent (with its permission
+    level and ``on_denial`` when set)."""
     kind = node_kind(node)
     if kind == COMMAND_NODE:
         return "command"
+    denial = ["fails on denial"] if node.get("on_denial") == "fail" else []
     if kind == ENSEMBLE_NODE:
-        return f"ensemble {node['ensemble']}"
-    return _agent(node)
+        details = [*_details(node, ("permissions",)), *denial]
+        return _with_details(f"ensemble {node['ensemble']}", details)
+    return _with_details(node["platform"], [*_details(node, _AGENT_DETAILS), *denial])
+
+
+_AGENT_DETAILS = ("model", "effort", "permissions")
 
 
 def _agent(config: Mapping[str, Any]) -> str:
-    """``claude (sonnet, high)``: a platform with the model and effort it was given (an
-    ensemble member, or an agent node, which carries the same three fields)."""
-    platform: str = config["platform"]
-    details = [config[detail] for detail in ("model", "effort") if config.get(detail) is not None]
-    return f"{platform} ({', '.join(details)})" if details else platform
+    """``claude (sonnet, high, read-only)``: a platform with the model, effort and
+    permission level it was given (an ensemble member, or an agent node, which carries
+    the same fields)."""
+    return _with_details(config["platform"], _details(config, _AGENT_DETAILS))
+
+
+def _details(config: Mapping[str, Any], names: tuple[str, ...]) -> list[str]:
+    return [str(config[name]) for name in names if config.get(name) is not None]
+
+
+def _with_details(what: str, details: list[str]) -> str:
+    return f"{what} ({', '.join(details)})" if details else what
 
 
 def _excerpt(text: str) -> str:

@@ -46,6 +46,7 @@ from canopy.ops import control, graphs, notifications, projects, queues, runs, s
 from canopy.ops import sessions as session_ops
 from canopy.ops.transcripts import session_transcript
 from canopy.ops.usage import usage_report
+from canopy.permissions import PERMISSION_LEVELS
 from canopy.statuses import SET_STATUS_ACTIONS, SPEC_STATUSES
 from canopy.store.engine import Store, open_store
 from canopy.version import canopy_version
@@ -316,6 +317,13 @@ async def session_tool(
     name: Name = None,
     platform: PlatformName = None,
     workdir: SessionWorkdir = None,
+    permissions: Annotated[
+        str | None,
+        Field(
+            description="new: what its turns may do (default: the platform's level, "
+            "else workspace)."
+        ),
+    ] = None,
     conversation_id: Annotated[
         str | None,
         Field(description="resume: a conversation id from the harness's own list."),
@@ -605,10 +613,10 @@ TOOLS: tuple[ToolDef, ...] = (
             "new": Verb(
                 "Open a live session (its harness conversation starts with the first message).",
                 lambda store, a: session_ops.session_new(
-                    store, a["platform"], a["name"], a["workdir"]
+                    store, a["platform"], a["name"], a["workdir"], a["permissions"]
                 ),
                 needs=("platform",),
-                takes=("name", "workdir"),
+                takes=("name", "workdir", "permissions"),
             ),
             "send": Verb(
                 "Queue a prompt for a live session; answers the message (status queued).",
@@ -920,6 +928,7 @@ def _choices() -> dict[str, tuple[str, ...]]:
         "section": SECTION_NAMES,
         "mode": CONTINUE_MODES,
         "platform": tuple(platform_names()),  # the built-in ones and the config file's
+        "permissions": PERMISSION_LEVELS,
     }
 
 

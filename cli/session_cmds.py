@@ -64,12 +64,22 @@ def new(
         str | None, typer.Option("--name", help="Session name (default: generated).")
     ] = None,
     workdir: Workdir = None,
+    permissions: Annotated[
+        str | None,
+        typer.Option(
+            "--permissions",
+            help="What its turns may do: workspace, full, read-only or cli "
+            "(default: the platform's level in config.toml, else workspace).",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Open a live session; its harness conversation starts with the first message."""
     from canopy.ops import sessions as ops
 
-    result = ops.session_new(open_store(), platform, name=name, workdir=workdir)
+    result = ops.session_new(
+        open_store(), platform, name=name, workdir=workdir, permissions=permissions
+    )
     emit(result, as_json, lambda: views.show_session(result))
 
 

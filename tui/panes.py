@@ -92,10 +92,11 @@ def graph_page(info: GraphInfo, now: datetime, ui_url: str | None) -> str:
     """A graph: status, blocker and ways out, what runs now, node and hook runs, queue
     progress, the consistency warning and where to watch the run in Temporal's UI."""
     dirty = "yes" if info.allow_dirty_start else "no"
+    permissions = info.permissions or "platform default"
     parts = [
         f"# {info.name}",
         f"`{info.id}` · **{info.status}** · workdir `{info.workdir or '(none)'}` · "
-        f"allow_dirty_start: **{dirty}**",
+        f"allow_dirty_start: **{dirty}** · permissions: **{permissions}**",
     ]
     if info.blocker is not None:
         stored = info.blocker
@@ -134,13 +135,19 @@ def graph_page(info: GraphInfo, now: datetime, ui_url: str | None) -> str:
         )
     if info.node_runs:
         launched = [
-            (n.spec_name or n.spec_id, n.node, n.status, n.exit_code, n.started_at, n.error)
+            (
+                n.spec_name or n.spec_id,
+                n.node,
+                n.status,
+                n.exit_code,
+                n.started_at,
+                n.denied(),
+                n.error,
+            )
             for n in info.node_runs
         ]
-        parts.append(
-            "## Node runs\n\n"
-            + _table(("spec", "node", "status", "exit", "started", "error"), launched)
-        )
+        columns = ("spec", "node", "status", "exit", "started", "denied", "error")
+        parts.append("## Node runs\n\n" + _table(columns, launched))
     if info.completion_hook_runs:
         fired = [
             (h.event, h.hook_index, h.status, h.started_at, h.error)

@@ -21,8 +21,18 @@ def progress(counts: RunCounts, pending: int | None) -> str:
     of = f" of {counts.specs_started + pending}" if pending is not None else ""
     return (
         f"spec {current}{of} · {counts.completed} completed, {counts.failed} failed, "
-        f"{counts.skipped} skipped{used(counts)}"
+        f"{counts.skipped} skipped{denied(counts)}{used(counts)}"
     )
+
+
+def denied(counts: RunCounts) -> str:
+    """``\n\n**2 permission denials** so far (latest: `Bash: npm test`)``, or nothing."""
+    if not counts.denials:
+        return ""
+    plural = "s" if counts.denials != 1 else ""
+    shown = (counts.last_denial or "").replace("`", "'")
+    latest = f" (latest: `{shown}`)" if shown else ""
+    return f"\n\n**{counts.denials} permission denial{plural}** so far{latest}"
 
 
 def used(counts: RunCounts) -> str:
@@ -86,4 +96,4 @@ def settled(status: str, counts: RunCounts, blocker: dict[str, Any] | None) -> s
     """A run that has ended."""
     done = f"{counts.completed} completed, {counts.failed} failed, {counts.skipped} skipped"
     why = f"\n\n{blocker['message']}" if blocker else ""
-    return f"**Settled {status}** · {done}{why}{used(counts)}"
+    return f"**Settled {status}** · {done}{why}{denied(counts)}{used(counts)}"

@@ -386,8 +386,12 @@ class GraphRunCore:
         )
 
     def _counted(self, result: NodeResult) -> NodeResult:
-        """``result``, its usage added to the run's running total."""
+        """``result``, its usage and permission denials added to the run's running totals."""
         self._add_usage(result.usage)
+        if result.denial_count:
+            counts = self._status.counts
+            counts.denials += result.denial_count
+            counts.last_denial = (result.denials or [counts.last_denial or ""])[-1] or None
         return result
 
     def _add_usage(self, usage: HarnessUsage | None) -> None:

@@ -55,6 +55,11 @@ class RunCounts(BaseModel):
     usage: HarnessUsage | None = None
     """What its node runs' and agent hook runs' harnesses reported they used, summed as
     the results came back (for the Temporal UI's details)."""
+    denials: int = 0
+    """The permission denials its agents reported, summed (for the Temporal UI's details:
+    a run whose agents were refused their work must not look like a good one)."""
+    last_denial: str | None = None
+    """The latest of them, one line."""
 
 
 class RunInput(BaseModel):
@@ -208,6 +213,11 @@ class NodeResult(BaseModel):
     """What the node's harness reported it used (a handful of numbers, never its log);
     ``None`` for a command node, a harness that reported nothing, and results recorded
     before the usage ledger."""
+    denial_count: int | None = None
+    """How many permission denials the agent reported (``None``: not known, as for a
+    command node and results recorded before denials were)."""
+    denials: list[str] | None = None
+    """The first few of them, one line each (what the agent was refused)."""
 
 
 class DispatchOutcome(BaseModel):

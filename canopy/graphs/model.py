@@ -71,6 +71,7 @@ from canopy.limits import (
     range_problem,
     text_problem,
 )
+from canopy.permissions import OnDenial, Permissions
 from canopy.workdir import normalize_workdir
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
@@ -180,14 +181,16 @@ StallMinutes = Annotated[int | float, _within(STALL_MINUTES)]
 
 
 class AgentConfig(BaseModel):
-    """One agent to launch: a platform with an optional model and effort (an ensemble
-    member, or the agent of an agent node or hook)."""
+    """One agent to launch: a platform with an optional model, effort and permission
+    level (an ensemble member, or the agent of an agent node or hook)."""
 
     model_config = _STRICT
 
     platform: Platform
     model: Text | None = None
     effort: Text | None = None
+    permissions: Permissions | None = None
+    """What the agent may do (:mod:`canopy.permissions`); unset: the nearer setting's."""
 
 
 Ensemble = Annotated[list[AgentConfig], AfterValidator(_not_empty)]
@@ -206,13 +209,19 @@ class _Step(BaseModel):
 
 
 class _AgentStep(_Step):
-    """What every agent node has besides: how long its agent may print nothing.
+    """What every agent node has besides: how long its agent may print nothing, what it
+    may do, and what a refusal of it counts as.
 
-    ``None`` takes the config file's default (60 minutes unless it says otherwise); ``0``
-    turns the check off. A stalled agent is killed and its node run ends ``stalled``.
+    ``stall_minutes`` ``None`` takes the config file's default (60 minutes unless it says
+    otherwise); ``0`` turns the check off. A stalled agent is killed and its node run ends
+    ``stalled``. ``permissions`` unset takes the graph's, then the platform's, then
+    ``workspace``. ``on_denial`` unset is ``warn``: denials are recorded and shown, and
+    the run's exit decides; ``fail`` makes a run with any denial a failed node run.
     """
 
     stall_minutes: StallMinutes | None = None
+    permissions: Permissions | None = None
+    on_denial: OnDenial | None = None
 
 
 class AgentNode(_AgentStep):
@@ -231,7 +240,12 @@ class AgentNode(_AgentStep):
     @property
     def agent(self) -> AgentConfig:
         """The one agent this node launches."""
-        return AgentConfig(platform=self.platform, model=self.model, effort=self.effort)
+        return AgentConfig(
+            platform=self.platform,
+            model=self.model,
+            effort=self.effort,
+            permissions=self.permissions,
+        )
 
 
 class EnsembleNode(_AgentStep):
@@ -309,7 +323,7 @@ def _node_kind(data: Any) -> str | None:
 
 _NODE_OPTIONAL_FIELDS = (
     "platform", "ensemble", "prompt", "model", "effort", "command", "next", "on_failure",
-    "timeout_minutes", "stall_minutes",
+    "timeout_minutes", "stall_minutes", "permissions", "on_denial",
 )  # fmt: skip
 
 
@@ -319,9 +333,10 @@ def _one_node_kind(data: Any) -> Any:
     if not isinstance(data, Mapping):
         return data
     _refuse_unknown_fields(data, *_NODE_CLASSES)
-    platform, ensemble, command, prompt, model, effort, stall = given(
-        data, "platform", "ensemble", "command", "prompt", "model", "effort", "stall_minutes"
-    )
+    platform, ensemble, command, prompt, model, effort, *agent_only = given(
+        data, "platform", "ensemble", "command", "prompt", "model", "effort",
+        "stall_minutes", "permissions", "on_denial",
+    )  # fmt: skip
     agent = platform or ensemble
     problem = None
     if platform and ensemble:
@@ -334,8 +349,8 @@ def _one_node_kind(data: Any) -> Any:
         problem = "an agent node needs a prompt"
     elif command and prompt:
         problem = "a command node takes no prompt; the command is the whole step"
-    elif command and stall:
-        problem = "stall_minutes applies to agent nodes only"
+    elif command and any(agent_only):
+        problem = "stall_minutes, permissions and on_denial apply to agent nodes only"
     elif not platform and (model or effort):
         problem = "model and effort apply to platform nodes only (ensemble members carry their own)"
     if problem is not None:
@@ -386,6 +401,7 @@ class AgentHook(BaseModel):
     prompt: Text
     model: Text | None = None
     effort: Text | None = None
+    permissions: Permissions | None = None
     timeout_minutes: HookTimeout | None = None
     spec_ids: SpecIds | None = None
 
@@ -431,7 +447,7 @@ _HOOK_CLASSES: dict[type[BaseModel], str] = {
     InteractiveHook: INTERACTIVE_HOOK,
 }
 _HOOK_OPTIONAL_FIELDS = (
-    "platform", "prompt", "model", "effort", "timeout_minutes", "command",
+    "platform", "prompt", "model", "effort", "permissions", "timeout_minutes", "command",
     "target_session_id", "target_session_name", "spec_ids",
 )  # fmt: skip
 
@@ -457,14 +473,14 @@ def _one_hook_mode(data: Any) -> Any:
     platform, command, by_id, by_name, prompt, *agent_only = given(
         data,
         "platform", "command", "target_session_id", "target_session_name", "prompt",
-        "model", "effort", "timeout_minutes",
+        "model", "effort", "permissions", "timeout_minutes",
     )  # fmt: skip
     problem = None
     if len(modes) != 1:
         found = " and ".join(present) if present else f"none of {', '.join(_MODE_FIELDS)}"
         problem = f"a hook has exactly one mode: {HOOK_MODES}; this one has {found}"
     elif not platform and any(agent_only):
-        problem = "model, effort and timeout_minutes apply to agent hooks only"
+        problem = "model, effort, permissions and timeout_minutes apply to agent hooks only"
     elif command and prompt:
         problem = "a command hook takes no prompt; the command is the whole hook"
     elif by_id and by_name:
@@ -531,6 +547,8 @@ class GraphDefinition(BaseModel):
     workdir: Workdir | None = None
     host: HostName | None = None
     allow_dirty_start: bool = False
+    permissions: Permissions | None = None
+    """The level its agents run at where a node, member or hook does not say."""
     nodes: Annotated[list[Node], AfterValidator(_not_empty)]
     ensembles: dict[EnsembleName, Ensemble] = Field(default_factory=dict)
     hooks: Hooks = Field(default_factory=dict)

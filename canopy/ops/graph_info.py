@@ -114,6 +114,11 @@ class NodeRunInfo:
     host: str | None
     """The machine whose worker ran the node (none for node runs recorded before hosts)."""
     error: str | None
+    denial_count: int | None
+    """How many permission denials the agent reported (none: not known, as for a command
+    node or a node run recorded before denials were)."""
+    denials: list[str] | None
+    """The first few denials, one line each: what the agent was refused."""
     started_at: str | None
     ended_at: str | None
     input_tokens: int | None
@@ -126,6 +131,13 @@ class NodeRunInfo:
     turns: int | None
     duration_ms: int | None
     model: str | None
+
+    def denied(self) -> str:
+        """``2: Write app/x.py``: how many denials the agent met and the first (or ``""``)."""
+        if not self.denial_count:
+            return ""
+        first = (self.denials or [""])[0]
+        return f"{self.denial_count}: {first}" if first else str(self.denial_count)
 
 
 @dataclass
@@ -212,6 +224,9 @@ class GraphInfo:
     """The machine holding the workdir, where ``graph run`` sends the run unless told
     otherwise; none: the machine that starts the run."""
     allow_dirty_start: bool
+    permissions: str | None
+    """What its agents may do where a node, member or hook does not say (none: the
+    platform's level in config.toml, else ``workspace``)."""
     blocker: StoredBlocker | None
     hooks: dict[str, list[StoredHook]]
     nodes: list[StoredNode]
@@ -254,7 +269,7 @@ def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphI
     """The graph ``graph_id`` with its run record, in the caller's transaction; refused,
     naming ``ref`` (what the user typed), if it does not exist."""
     found = rows(
-        "SELECT id, name, status, workdir, host, allow_dirty_start,"
+        "SELECT id, name, status, workdir, host, allow_dirty_start, permissions,"
         " CAST(blocker AS TEXT) AS blocker, CAST(hooks AS TEXT) AS hooks,"
         " CAST(nodes AS TEXT) AS nodes, CAST(ensembles AS TEXT) AS ensembles,"
         " created_at, updated_at"
@@ -277,6 +292,7 @@ def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphI
         workdir=row["workdir"],
         host=row["host"],
         allow_dirty_start=bool(row["allow_dirty_start"]),
+        permissions=row["permissions"],
         blocker=stored_json(row["blocker"]),
         hooks=stored_json(row["hooks"]),
         nodes=stored_json(row["nodes"]),
@@ -374,7 +390,8 @@ def _node_runs(rows: Rows, run_id: str) -> list[NodeRunInfo]:
     """One run's node runs in launch order, with the spec's name when it still exists."""
     found = rows(
         "SELECT n.id, n.spec_id, s.name AS spec_name, n.node, n.visit, n.platform, n.status,"
-        " n.exit_code, n.log_path, n.harness_session_id, n.host, n.error, n.started_at,"
+        " n.exit_code, n.log_path, n.harness_session_id, n.host, n.error, n.denial_count,"
+        " CAST(n.denials AS TEXT) AS denials, n.started_at,"
         f" n.ended_at, n.{_USED.replace(', ', ', n.')}"
         " FROM node_runs n LEFT JOIN specs s ON s.id = n.spec_id"
         " WHERE n.run_id = :run_id ORDER BY n.id",
@@ -394,6 +411,8 @@ def _node_runs(rows: Rows, run_id: str) -> list[NodeRunInfo]:
             harness_session_id=node_run["harness_session_id"],
             host=node_run["host"],
             error=node_run["error"],
+            denial_count=node_run["denial_count"],
+            denials=stored_json(node_run["denials"]),
             started_at=to_iso(node_run["started_at"]),
             ended_at=to_iso(node_run["ended_at"]),
             **{column: node_run[column] for column in _USED_COLUMNS},

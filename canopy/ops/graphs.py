@@ -52,9 +52,10 @@ if TYPE_CHECKING:
     from canopy.store.queries import Rows
 
 _INSERT_GRAPH = (
-    "INSERT INTO graphs (id, name, workdir, host, allow_dirty_start, nodes, ensembles, hooks,"
-    " status, blocker, created_at, updated_at) VALUES (:id, :name, :workdir, :host,"
-    " :allow_dirty_start, :nodes, :ensembles, :hooks, 'idle', 'null', :created_at, :updated_at)"
+    "INSERT INTO graphs (id, name, workdir, host, allow_dirty_start, permissions, nodes,"
+    " ensembles, hooks, status, blocker, created_at, updated_at) VALUES (:id, :name, :workdir,"
+    " :host, :allow_dirty_start, :permissions, :nodes, :ensembles, :hooks, 'idle', 'null',"
+    " :created_at, :updated_at)"
 )
 """A new graph's row; ``blocker`` is JSON ``null``, as the ORM's JSON column stores None."""
 
@@ -205,6 +206,7 @@ def _definition_columns(graph: GraphDefinition, now: datetime) -> dict[str, Any]
         "workdir": graph.workdir,
         "host": graph.host,
         "allow_dirty_start": graph.allow_dirty_start,
+        "permissions": graph.permissions,
         "nodes": [node.model_dump(exclude_none=True) for node in graph.nodes],
         "ensembles": {
             name: [member.model_dump(exclude_none=True) for member in members]
@@ -218,7 +220,7 @@ def _definition_columns(graph: GraphDefinition, now: datetime) -> dict[str, Any]
 def _stored_definition(rows: Rows, graph_id: str) -> dict[str, Any]:
     """The stored graph as a definition, the base an edit's changes are merged into."""
     row = rows(
-        "SELECT name, workdir, host, allow_dirty_start, CAST(nodes AS TEXT) AS nodes,"
+        "SELECT name, workdir, host, allow_dirty_start, permissions, CAST(nodes AS TEXT) AS nodes,"
         " CAST(ensembles AS TEXT) AS ensembles, CAST(hooks AS TEXT) AS hooks"
         " FROM graphs WHERE id = :id",
         {"id": graph_id},
@@ -228,6 +230,7 @@ def _stored_definition(rows: Rows, graph_id: str) -> dict[str, Any]:
         "workdir": row["workdir"],
         "host": row["host"],
         "allow_dirty_start": bool(row["allow_dirty_start"]),
+        "permissions": row["permissions"],
         "nodes": queries.stored_json(row["nodes"]),
         "ensembles": queries.stored_json(row["ensembles"]),
         "hooks": queries.stored_json(row["hooks"]),

@@ -32,6 +32,7 @@ from canopy.limits import (
 from canopy.ops.common import rows_of, sql_transaction
 from canopy.ops.notifications import notify
 from canopy.paths import session_path
+from canopy.permissions import checked_permissions
 from canopy.sessions.names import generated_name
 from canopy.store import queries
 from canopy.timefmt import to_iso, utcnow
@@ -54,20 +55,28 @@ RECALLABLE_STATUSES = (SESSION_NOT_FOUND, "failed")
 
 
 def session_new(
-    store: Store | Rows, platform: str, name: str | None = None, workdir: str | None = None
+    store: Store | Rows,
+    platform: str,
+    name: str | None = None,
+    workdir: str | None = None,
+    permissions: str | None = None,
 ) -> dict[str, Any]:
     """A live session on ``platform`` in ``workdir`` (default: the current directory).
 
     Its harness conversation starts with the first delivered message. Without a name,
-    one is generated that no live session holds.
+    one is generated that no live session holds. ``permissions`` is what its turns may
+    do (:mod:`canopy.permissions`); unset: the platform's level, else ``workspace``.
     """
     from canopy.platforms import get_platform
 
     get_platform(platform)
+    level = checked_permissions(permissions)
     clean_workdir = _existing_workdir(workdir)
     checked_name = _clean_name(name) if name is not None else None
     with sql_transaction(store) as rows:
-        return _create(rows, platform, clean_workdir, checked_name, conversation_id=None)
+        return _create(
+            rows, platform, clean_workdir, checked_name, conversation_id=None, permissions=level
+        )
 
 
 def session_list(store: Store, include_finished: bool = False) -> dict[str, Any]:
@@ -417,14 +426,20 @@ def _reopen(rows: Rows, target: Row) -> None:
 
 _INSERT_SESSION = (
     "INSERT INTO sessions (id, name, platform, workdir, host, harness_conversation_id,"
-    " status, transcript_path, created_at, updated_at, closed_at)"
-    " VALUES (:id, :name, :platform, :workdir, :host, :conversation_id, :status,"
-    " :transcript_path, :now, :now, NULL)"
+    " permissions, status, transcript_path, created_at, updated_at, closed_at)"
+    " VALUES (:id, :name, :platform, :workdir, :host, :conversation_id, :permissions,"
+    " :status, :transcript_path, :now, :now, NULL)"
 )
 
 
 def _create(
-    rows: Rows, platform: str, workdir: str, name: str | None, *, conversation_id: str | None
+    rows: Rows,
+    platform: str,
+    workdir: str,
+    name: str | None,
+    *,
+    conversation_id: str | None,
+    permissions: str | None = None,
 ) -> dict[str, Any]:
     """A new live session; its JSON shape."""
     from canopy.temporal.client import this_host  # only here: it loads the dev server's paths
@@ -439,6 +454,7 @@ def _create(
             "workdir": workdir,
             "host": this_host(),
             "conversation_id": conversation_id,
+            "permissions": permissions,
             "status": LIVE,
             "transcript_path": str(session_path(session_id, "transcript.jsonl")),
             "now": utcnow(),

@@ -98,6 +98,9 @@ class Graph(Base):
     """The machine holding the workdir (its ``CANOPY_HOST``), where runs go by default;
     none: the machine that starts the run."""
     allow_dirty_start: Mapped[bool] = mapped_column(Boolean, default=False)
+    permissions: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    """What its agents may do where a node, member or hook does not say; none: the
+    platform's level from config.toml, else ``workspace``."""
     nodes: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     ensembles: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     hooks: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
@@ -199,6 +202,10 @@ class NodeRun(HarnessUsageColumns, Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     """Why the node run did not succeed, when something said why (an activity error after
     its retries, a timeout, a usage limit, a stop)."""
+    denial_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """How many permission denials the agent reported (``None``: not known)."""
+    denials: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    """The first few denials, one line each (what was refused)."""
     launch_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
     """The workflow execution and activity that recorded this node run: a retried
     ``start_node_run`` finds its row instead of recording the launch twice."""
@@ -279,6 +286,9 @@ class InteractiveSession(Base):
     workdir: Mapped[str] = mapped_column(String(4096))
     host: Mapped[str] = mapped_column(String(255))
     """The machine holding the workdir: turns run on its agents task queue."""
+    permissions: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    """What its turns may do; none: the platform's level from config.toml, else
+    ``workspace``."""
     harness_conversation_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     status: Mapped[str] = mapped_column(String(16))
     transcript_path: Mapped[str] = mapped_column(String(4096))

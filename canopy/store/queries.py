@@ -295,8 +295,8 @@ UNDELIVERED_STATUSES = ("queued", "delivering", "waiting")
 """Message statuses still on their way to a session (delivery picks the oldest first)."""
 
 _SESSION_COLUMNS = (
-    "s.id, s.name, s.platform, s.workdir, s.host, s.harness_conversation_id, s.status,"
-    " s.transcript_path, s.created_at, s.updated_at, s.closed_at"
+    "s.id, s.name, s.platform, s.workdir, s.host, s.harness_conversation_id, s.permissions,"
+    " s.status, s.transcript_path, s.created_at, s.updated_at, s.closed_at"
 )
 
 
@@ -309,6 +309,7 @@ def session_row_json(row: Row) -> Row:
         "workdir": row["workdir"],
         "host": row["host"],
         "harness_conversation_id": row["harness_conversation_id"],
+        "permissions": row["permissions"],
         "status": row["status"],
         "transcript_path": row["transcript_path"],
         "queued_messages": int(row["queued_messages"]),
