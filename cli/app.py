@@ -60,6 +60,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "worker",
         "Run the worker in the foreground (same as `python worker.py`); --json logs JSON lines.",
     ),
+    "doctor": (
+        "canopy.cli.doctor_cmds",
+        "doctor_command",
+        "Check the agent CLIs in use: installed, version, argv, permissions, sign-in.",
+    ),
     "mcp": ("canopy.cli.mcp_cmds", "mcp", "Serve Canopy's tools to an agent over MCP (stdio)."),
     "tui": (
         "canopy.cli.tui_cmds",

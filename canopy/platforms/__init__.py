@@ -9,6 +9,7 @@ Import from here: :func:`get_platform`, :func:`platform_names`, :class:`Platform
 
 from canopy.platforms.base import (
     LONG_RETRY_WAIT,
+    CliChecks,
     HarnessConversation,
     Invocation,
     LimitWait,
@@ -24,6 +25,7 @@ from canopy.platforms.usage import HarnessUsage
 
 __all__ = [
     "LONG_RETRY_WAIT",
+    "CliChecks",
     "HarnessConversation",
     "HarnessUsage",
     "Invocation",

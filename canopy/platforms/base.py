@@ -12,7 +12,9 @@ harness's own conversations for a workdir (to resume one Canopy did not start).
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -90,6 +92,27 @@ class RetryNotice:
 
 
 @dataclass(frozen=True)
+class CliChecks:
+    """How ``canopy doctor`` checks a harness CLI without a model call.
+
+    ``version`` prints its version (its first ``N.N.N`` is read); ``auth`` (when the CLI
+    has such a command) reports whether anyone is signed in, which ``signed_in`` reads
+    from its output (``None``: cannot tell). The launch argv itself is checked by running
+    it with no prompt: a CLI that accepts its options then complains of the missing
+    prompt (``accepted``), and one with nobody signed in may say so first
+    (``signed_out``).
+    """
+
+    version: list[str]
+    accepted: re.Pattern[str]
+    auth: list[str] | None = None
+    signed_in: Callable[[str], bool | None] | None = None
+    signed_out: re.Pattern[str] | None = None
+    tested: tuple[str, ...] = ()
+    """The versions Canopy's tests ran (``package.json`` pins them)."""
+
+
+@dataclass(frozen=True)
 class HarnessConversation:
     """One conversation in a harness's own on-disk history.
 
@@ -164,6 +187,10 @@ class Platform(ABC):
 
     def retry_notice(self, line: str) -> RetryNotice | None:
         """The retry this output line announces, if it is one (see :class:`RetryNotice`)."""
+        return None
+
+    def cli_checks(self) -> CliChecks | None:
+        """How ``canopy doctor`` checks this CLI (``None``, this default: it cannot)."""
         return None
 
     def is_progress(self, line: str) -> bool:

@@ -1,0 +1,321 @@
+"""``canopy doctor``: will the agents this data dir uses run, and do what they should?
+
+For every platform a graph (node, ensemble member, agent hook) or a live session uses, at
+each permission level it is used at: whether its CLI is installed, its version (and
+whether Canopy's tests ran that version), the argv Canopy would launch, whether the CLI
+accepts that argv (run with no prompt, so no model is called), and whether anyone is
+signed in where the CLI can tell without a model call. Each problem is one line with its
+fix; a problem that would stop a run makes the report not ``ok``. With nothing used yet,
+the built-in platforms are checked at their configured level.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from canopy.errors import Refused
+from canopy.ops.common import sql_transaction
+from canopy.permissions import Permissions, nearest, stored_permissions
+from canopy.platforms.base import first_line
+from canopy.store.queries import stored_json
+
+if TYPE_CHECKING:
+    from canopy.platforms import CliChecks, Platform
+    from canopy.store.engine import Store
+    from canopy.store.queries import Rows
+
+CHECK_TIMEOUT_SECONDS = 30.0
+"""How long one check may take: a CLI's start-up (Node.js, its settings) can take seconds."""
+_VERSION = re.compile(r"\d+\.\d+\.\d+(?:[-.+][0-9A-Za-z.]+)?")
+BUILT_IN = ("claude", "codex", "gemini")
+
+
+@dataclass(frozen=True)
+class Use:
+    """One place a platform is used, at the level its agent would run at now."""
+
+    platform: str
+    level: Permissions
+    where: str
+
+
+@dataclass
+class LevelReport:
+    """One permission level a platform is used at: the argv and whether the CLI takes it."""
+
+    level: str
+    used_by: list[str]
+    argv: list[str] | None
+    accepted: bool | None
+    """``None``: not checked (the CLI is missing, or cannot be checked)."""
+
+
+@dataclass
+class PlatformReport:
+    """One platform: its CLI, version, sign-in, levels and the problems found."""
+
+    platform: str
+    executable: str | None
+    """The CLI found on PATH (or as configured); ``None``: not installed."""
+    version: str | None
+    tested_versions: list[str]
+    signed_in: bool | None
+    """``None``: the CLI cannot tell without a model call (or was not checked)."""
+    levels: list[LevelReport] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    """One line each: what is wrong and the fix."""
+    blocking: bool = False
+    """Whether a problem would stop a run."""
+
+
+@dataclass
+class DoctorReport:
+    """The whole check; ``ok`` when nothing found would stop a run."""
+
+    root: bool
+    platforms: list[PlatformReport]
+    ok: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def doctor(store: Store | Rows) -> DoctorReport:
+    """Check every platform this data dir uses (or the built-in ones, if none yet)."""
+    from canopy.platforms import platform_permissions
+
+    with sql_transaction(store) as rows:
+        uses = platform_uses(rows)
+    if not uses:
+        uses = [
+            Use(name, nearest(platform_permissions(name)), "(not used yet)") for name in BUILT_IN
+        ]
+    by_platform: dict[str, list[Use]] = {}
+    for use in uses:
+        by_platform.setdefault(use.platform, []).append(use)
+    reports = [check_platform(name, used) for name, used in by_platform.items()]
+    return DoctorReport(
+        root=os.geteuid() == 0,
+        platforms=reports,
+        ok=not any(report.blocking for report in reports),
+    )
+
+
+def platform_uses(rows: Rows) -> list[Use]:
+    """Where each platform is used: graphs' agent nodes, ensemble members and agent
+    hooks, and live sessions, each at the level it resolves to now."""
+    from canopy.platforms import platform_permissions
+
+    uses: list[Use] = []
+
+    def add(platform: object, where: str, *levels: object) -> None:
+        if not isinstance(platform, str):
+            return
+        resolved = [stored_permissions(level) for level in levels]
+        level = nearest(*resolved, _configured(platform_permissions, platform))
+        uses.append(Use(platform, level, where))
+
+    graphs = rows(
+        "SELECT name, permissions, CAST(nodes AS TEXT) AS nodes,"
+        " CAST(ensembles AS TEXT) AS ensembles, CAST(hooks AS TEXT) AS hooks"
+        " FROM graphs ORDER BY name, id",
+        {},
+    )
+    for graph in graphs:
+        name, level = graph["name"], graph["permissions"]
+        ensembles = stored_json(graph["ensembles"]) or {}
+        for node in stored_json(graph["nodes"]) or []:
+            where = f"graph {name}, node {node.get('name')}"
+            add(node.get("platform"), where, node.get("permissions"), level)
+            for member in ensembles.get(node.get("ensemble"), []) if node.get("ensemble") else []:
+                add(
+                    member.get("platform"),
+                    f"{where} (ensemble {node['ensemble']})",
+                    member.get("permissions"),
+                    node.get("permissions"),
+                    level,
+                )
+        for event, hooks in (stored_json(graph["hooks"]) or {}).items():
+            for index, hook in enumerate(hooks):
+                where = f"graph {name}, hook {event}[{index}]"
+                add(hook.get("platform"), where, hook.get("permissions"), level)
+    sessions = rows(
+        "SELECT name, platform, permissions FROM sessions WHERE status = 'live' ORDER BY name",
+        {},
+    )
+    for session in sessions:
+        add(session["platform"], f"session {session['name']}", session["permissions"])
+    return uses
+
+
+def _configured(read: Any, platform: str) -> Permissions | None:
+    """The platform's level in config.toml; ``None`` when the file says none (or cannot
+    be read: that problem is reported where the platform is looked up)."""
+    try:
+        level: Permissions | None = read(platform)
+    except Refused:
+        return None
+    return level
+
+
+def check_platform(name: str, uses: list[Use]) -> PlatformReport:
+    """One platform's checks, at every level it is used at."""
+    from canopy.platforms import get_platform
+
+    report = PlatformReport(name, None, None, [], None)
+    levels: dict[Permissions, list[str]] = {}
+    for use in uses:
+        levels.setdefault(use.level, []).append(use.where)
+    try:
+        platform = get_platform(name)
+    except Refused as refusal:
+        _problem(report, f"{refusal}; fix: correct the platform's config.toml table")
+        return report
+    checks = platform.cli_checks()
+    for level, used_by in levels.items():
+        report.levels.append(_level(report, platform, level, used_by))
+    argv = next((lvl.argv for lvl in report.levels if lvl.argv), None)
+    if argv is None:
+        return report
+    report.executable = shutil.which(argv[0])
+    if report.executable is None:
+        _problem(
+            report,
+            f"{argv[0]} is not installed (not on PATH); fix: install it, or set "
+            f"[platforms.{name}] executable in config.toml",
+        )
+        return report
+    if checks is None:
+        return report  # a user-defined platform: nothing more can be told without running it
+    report.tested_versions = list(checks.tested)
+    _check_version(report, checks)
+    for level_report in report.levels:
+        if level_report.argv is not None:
+            _check_argv(report, checks, level_report)
+    _check_auth(report, checks)
+    return report
+
+
+def _level(
+    report: PlatformReport, platform: Platform, level: Permissions, used_by: list[str]
+) -> LevelReport:
+    """The argv ``platform`` would launch at ``level`` (``None`` if the adapter refuses)."""
+    try:
+        invocation = platform.build_invocation(
+            "", model=None, effort=None, resume_session_id=None, permissions=level
+        )
+    except Refused as refusal:
+        _problem(report, f"{level}: {refusal}")
+        return LevelReport(level, used_by, None, False)
+    return LevelReport(level, used_by, invocation.argv, None)
+
+
+def _check_version(report: PlatformReport, checks: CliChecks) -> None:
+    output, _ = _run(checks.version)
+    found = _VERSION.search(output)
+    report.version = found.group(0) if found else None
+    if report.version is None:
+        first = output.strip().splitlines()[0] if output.strip() else "nothing"
+        _problem(
+            report,
+            f"`{shlex.join(checks.version)}` printed {first!r}, not a version; "
+            "fix: reinstall the CLI",
+        )
+    elif checks.tested and report.version not in checks.tested:
+        tested = ", ".join(checks.tested)
+        report.problems.append(
+            f"version {report.version} is not one Canopy's tests ran ({tested}); it may "
+            f"print or refuse what Canopy does not expect; fix: install {tested} to be sure"
+        )
+
+
+def _check_argv(report: PlatformReport, checks: CliChecks, level: LevelReport) -> None:
+    """Run the level's argv with no prompt: a CLI that accepts it complains of that."""
+    assert level.argv is not None
+    output, _ = _run(level.argv)
+    if checks.signed_out is not None and checks.signed_out.search(output):
+        report.signed_in = False
+        level.accepted = None
+        return
+    level.accepted = bool(checks.accepted.search(output))
+    if not level.accepted:
+        said = first_line(output, 200) or "no output"
+        _problem(
+            report,
+            f"{level.level}: the CLI refused Canopy's argv ({said}); fix: install a "
+            f"version Canopy's tests ran ({', '.join(checks.tested) or 'see docs'})",
+        )
+
+
+def _check_auth(report: PlatformReport, checks: CliChecks) -> None:
+    if checks.auth is not None and checks.signed_in is not None:
+        output, _ = _run(checks.auth)
+        report.signed_in = checks.signed_in(output)
+    if report.signed_in is False:
+        _problem(
+            report,
+            f"nobody is signed in to {report.platform}; fix: sign in as the user "
+            f"the worker runs as (docs/platforms.md, 'Signing in')",
+        )
+
+
+def _problem(report: PlatformReport, text: str) -> None:
+    report.problems.append(text)
+    report.blocking = True
+
+
+def _run(argv: list[str]) -> tuple[str, int | None]:
+    """What ``argv`` prints (stdout and stderr) with nothing on stdin, and its exit code;
+    never a model call: given no prompt, the CLIs stop before any."""
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=CHECK_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"no answer within {CHECK_TIMEOUT_SECONDS:g} s", None
+    except OSError as error:
+        return str(error), None
+    return done.stdout + done.stderr, done.returncode
+
+
+def report_lines(report: DoctorReport) -> list[str]:
+    """The report for a person, one fact or problem a line (the CLI prints these, the TUI
+    shows them): each platform, each level with its argv, then the problems and a verdict."""
+    lines = [f"running as root: {'yes' if report.root else 'no'}"]
+    for checked in report.platforms:
+        version = checked.version or "version unknown"
+        if checked.version and checked.tested_versions:
+            tested = "tested" if checked.version in checked.tested_versions else "not tested"
+            version = f"{version} ({tested})"
+        signed = {True: "yes", False: "no", None: "cannot tell"}[checked.signed_in]
+        lines.append("")
+        lines.append(
+            f"{checked.platform}: {checked.executable or 'not installed'} · {version} · "
+            f"signed in: {signed}"
+        )
+        for level in checked.levels:
+            accepted = {True: "accepted", False: "refused", None: "not checked"}[level.accepted]
+            lines.append(f"  {level.level} ({accepted}), used by {'; '.join(level.used_by)}")
+            if level.argv is not None:
+                lines.append(f"    {shlex.join(level.argv)}")
+        lines.extend(f"  problem: {problem}" for problem in checked.problems)
+    blocking = [checked.platform for checked in report.platforms if checked.blocking]
+    lines.append("")
+    lines.append(
+        "ok: nothing found would stop a run"
+        if report.ok
+        else f"not ok: {', '.join(blocking)} would stop a run (see the problems above)"
+    )
+    return lines
