@@ -166,7 +166,7 @@ GraphControlAction = Annotated[
 ]
 SessionListAction = Annotated[Literal["list"], Field(description=VERB)]
 ProjectAction = Annotated[Literal["list"], Field(description=VERB)]
-ServerAction = Annotated[Literal["check"], Field(description=VERB)]
+ServerAction = Annotated[Literal["check", "doctor"], Field(description=VERB)]
 SessionAction = Annotated[
     Literal[
         "get",
@@ -347,6 +347,14 @@ async def project_tool(action: ProjectAction) -> CallToolResult:
 async def server_tool(action: ServerAction) -> CallToolResult:
     """Whether a daemon serves runs and messages."""
     return await _dispatch("server", locals())
+
+
+def _doctor(store: Store) -> dict[str, Any]:
+    """``doctor``: the report ``canopy doctor --json`` prints (imported when asked: it
+    runs the CLIs, which no other action does)."""
+    from canopy.ops.doctor import doctor
+
+    return doctor(store).as_json()
 
 
 async def _resume(store: Store, args: Args) -> Any:
@@ -681,12 +689,19 @@ TOOLS: tuple[ToolDef, ...] = (
     ToolDef(
         "server",
         "Whether a Canopy daemon serves (= `canopy server check --json`): runs and "
-        "messages wait without one; the store tools work either way.",
+        "messages wait without one; the store tools work either way. And whether the agent "
+        "CLIs in use will run (= `canopy doctor --json`).",
         {
             "check": Verb(
                 "serving, and when not, problem: Temporal unreachable, or no worker polls "
                 "Canopy's task queue (start one with `canopy up`).",
                 lambda store, a: control.daemon_check(),
+            ),
+            "doctor": Verb(
+                "The agent CLIs in use checked (= `canopy doctor --json`): installed, "
+                "version, argv per permission level, sign-in; ok false when something would "
+                "stop a run, each problem one line with its fix.",
+                lambda store, a: _doctor(store),
             ),
         },
         server_tool,
