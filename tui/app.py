@@ -28,7 +28,7 @@ from canopy.store import direct
 from canopy.tui import reads
 from canopy.tui.editor import NEW_SPEC_BODY, edit
 from canopy.tui.rows import Listing
-from canopy.tui.screens import AskScreen, ConfirmScreen, HelpScreen, PickScreen
+from canopy.tui.screens import AskScreen, ConfirmScreen, HelpScreen, PickScreen, ReportScreen
 from canopy.tui.sections import Section
 from canopy.workdir import normalize_workdir
 
@@ -93,6 +93,7 @@ class CanopyApp(App[None]):
         Binding("t", "queue_group", "Group"),
         Binding("o", "new_session", "Session"),
         Binding("f", "toggle_finished", "Finished"),
+        Binding("D", "doctor", "Doctor"),
     ]
     HELP_EXTRA = (
         ("tab / shift+tab", "move between the project picker, the lists and the prompt box"),
@@ -389,6 +390,21 @@ class CanopyApp(App[None]):
                 self.act(doing, action, *args)
 
         self.push_screen(ConfirmScreen(question), answered)
+
+    @work(thread=True, group="doctor", exclusive=True)
+    def action_doctor(self) -> None:
+        """``canopy doctor``'s report in a dialog: will the agent CLIs in use run. It runs
+        the CLIs (seconds), on a worker thread."""
+        from canopy.ops.doctor import doctor, report_lines
+
+        self.call_from_thread(self.notify, "checking the agent CLIs…", title="doctor")
+        try:
+            lines = report_lines(doctor(self.store()))
+        except Exception as error:
+            line = str(error) if isinstance(error, Refused) else unexpected_error_line(error)
+            self.call_from_thread(self.notify, line, title="doctor", severity="error")
+            return
+        self.call_from_thread(self.push_screen, ReportScreen("Doctor", lines))
 
     def action_help(self) -> None:
         """Every key, in a dialog."""

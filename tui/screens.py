@@ -95,6 +95,30 @@ class HelpScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
+class ReportScreen(ModalScreen[None]):
+    """A report to read, line by line as the CLI prints it (``canopy doctor``'s)."""
+
+    DEFAULT_CSS = DIALOG_CSS
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "close", "Close")]
+
+    def __init__(self, title: str, lines: Sequence[str]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.lines = lines
+
+    def compose(self) -> ComposeResult:
+        from textual.widgets import Markdown  # loads markdown-it: not before the first paint
+
+        body = "\n".join(self.lines)
+        with Vertical():
+            yield Markdown(f"## {self.title_text}\n\n```\n{body}\n```")
+            yield Label("escape closes")
+
+    def action_close(self) -> None:
+        """Back to the main screen."""
+        self.dismiss(None)
+
+
 class AskScreen(ModalScreen[str | None]):
     """One line of text (a new spec's name); enter answers, escape cancels."""
 
