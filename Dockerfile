@@ -9,9 +9,10 @@
 # oldest the agent CLIs below support.
 FROM python:3.11.14-slim-trixie
 
-# The agent CLIs installed from npm, pinned; build with AGENT_NPM_PACKAGES="" for an image
-# that runs command nodes only (and no Node.js).
-ARG AGENT_NPM_PACKAGES="@anthropic-ai/claude-code@2.1.328 @openai/codex@0.169.0 @google/gemini-cli@0.61.0"
+# The agent CLIs (Claude Code, Codex, Gemini CLI) at the versions package-lock.json pins,
+# the ones Canopy's tests ran; build with AGENT_CLIS=0 for an image that runs command
+# nodes only (and no Node.js).
+ARG AGENT_CLIS=1
 # The worker's uid/gid: the owner of the workdirs on the host (docker-compose.yml passes
 # CANOPY_UID/CANOPY_GID), so agents can write there and git trusts the repositories.
 ARG CANOPY_UID=1000
@@ -25,11 +26,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # git for the workdir activities (dirty-tree guard, worktrees), ssh for git remotes.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates git openssh-client \
-        $(if [ -n "$AGENT_NPM_PACKAGES" ]; then echo nodejs npm; fi) \
+        $(if [ "$AGENT_CLIS" = 1 ]; then echo nodejs npm; fi) \
     && rm -rf /var/lib/apt/lists/*
-RUN if [ -n "$AGENT_NPM_PACKAGES" ]; then \
-        npm install --global --no-fund --no-audit $AGENT_NPM_PACKAGES \
-        && npm cache clean --force; \
+WORKDIR /opt/canopy/agents
+COPY package.json package-lock.json ./
+RUN if [ "$AGENT_CLIS" = 1 ]; then \
+        npm ci --no-fund --no-audit && npm cache clean --force; \
     fi
 
 # Dependencies first, from pyproject.toml at the versions constraints.txt pins, so that a
@@ -59,7 +61,7 @@ RUN groupadd --gid "$CANOPY_GID" canopy \
     && mkdir -p /var/lib/canopy /home/canopy/.claude /home/canopy/.codex /home/canopy/.gemini \
     && chown -R canopy:canopy /var/lib/canopy /home/canopy
 
-ENV PATH=/opt/canopy/venv/bin:$PATH \
+ENV PATH=/opt/canopy/venv/bin:/opt/canopy/agents/node_modules/.bin:$PATH \
     CANOPY_HOME=/var/lib/canopy
 
 USER canopy

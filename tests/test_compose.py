@@ -480,6 +480,17 @@ def test_the_dockerfile_installs_only_pinned_versions() -> None:
     assert "constraints.txt" in copied
 
 
+def test_the_image_installs_the_agent_clis_the_tests_ran() -> None:
+    """The CLIs come from the lock file the tests install from (``npm ci``), never from
+    names and versions restated in the Dockerfile, which drifted from the tested ones."""
+    instructions = dockerfile_instructions()
+    copied = " ".join(a for i, a in instructions if i == "COPY")
+    assert "package.json" in copied and "package-lock.json" in copied
+    npm = [a for i, a in instructions if i == "RUN" and "npm " in a]
+    assert npm and all("npm ci" in a and "npm install" not in a for a in npm), npm
+    assert not re.search(r"@(anthropic-ai|openai|google)/[\w-]+@\d", DOCKERFILE.read_text())
+
+
 def test_the_image_installs_the_postgres_extra_at_pinned_versions() -> None:
     """The worker reaches the store's Postgres through Canopy's ``postgres`` extra (what
     ``pip install 'canopy[postgres]'`` installs), read from pyproject.toml, not a copy."""
