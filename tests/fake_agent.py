@@ -2,7 +2,8 @@
 """A stand-in for the ``claude``, ``codex`` and ``gemini`` CLIs, for tests.
 
 It accepts each CLI's headless argv and prints that CLI's JSON-lines output (session or
-thread id: a fresh uuid4, or the resumed id), so the real platform adapters parse it.
+thread id: the resumed id, Claude's ``--session-id``, else a fresh uuid4), so the real
+platform adapters parse it.
 Point a built-in platform at it with ``[platforms.claude] executable = [python, path]``.
 
 Format: ``$FAKE_AGENT_FORMAT`` (claude | codex | gemini) if set, else ``codex`` when
@@ -92,6 +93,10 @@ _OPTIONS: dict[str, dict[str, bool]] = {
         "--resume": True,
         "-r": True,
         "--permission-mode": True,
+        "--allowedTools": True,
+        "--allowed-tools": True,
+        "--settings": True,
+        "--session-id": True,
         "--dangerously-skip-permissions": False,
         "--append-system-prompt": True,
         "--max-turns": True,
@@ -945,7 +950,7 @@ def main(argv: list[str]) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     prompt = invocation.read_prompt()
-    session_id = invocation.resume or str(uuid.uuid4())
+    session_id = invocation.resume or invocation.option("--session-id") or str(uuid.uuid4())
     record(invocation, session_id, prompt, argv)
     emitter = EMITTERS[invocation.format](session_id, invocation.model, prompt)
     emitter.start()

@@ -1,10 +1,11 @@
 """The agent behind the built-in ``demo`` platform: no API key, no network.
 
 ``python -m canopy.platforms.demo_agent -p --output-format stream-json --verbose
-[--model M] [--effort E] [--resume ID] [-- PROMPT]`` accepts Claude Code's argv (the
-prompt on stdin when no argument gives it, as Canopy passes it), prints
-Claude-style stream-json (an ``init`` event with a fresh session id, or the resumed one,
-an assistant message and a ``result``), and does a tiny, visible piece of work in the
+[PERMISSION FLAGS] [--model M] [--effort E] [--resume ID | --session-id ID] [-- PROMPT]``
+accepts Claude Code's argv (the prompt on stdin when no argument gives it, as Canopy
+passes it; the permission flags are taken and ignored), prints Claude-style stream-json
+(an ``init`` event with the resumed or the chosen session id, else a fresh one, an
+assistant message and a ``result``), and does a tiny, visible piece of work in the
 current directory, which must be a git work tree: it appends ``- <first prompt line>`` to
 ``CHANGES.md`` and commits it. Commits carry their own identity (``-c user.name=…``), so
 the demo works on a machine where git was never configured.
@@ -35,7 +36,7 @@ _TITLE_LIMIT = 72
 def main(argv: list[str] | None = None) -> int:
     """Run one demo turn; exit 0 after committing, 1 if git refused."""
     args = _parser().parse_args(argv)
-    session_id = args.resume or str(uuid.uuid4())
+    session_id = args.resume or args.session_id or str(uuid.uuid4())
     model = args.model or "demo"
     _emit({"type": "system", "subtype": "init", "session_id": session_id, "model": model})
     title = _title(sys.stdin.read() if args.prompt is None else args.prompt)
@@ -59,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--model")
     parser.add_argument("--effort")
     parser.add_argument("--resume")
+    parser.add_argument("--session-id")
+    for option in ("--permission-mode", "--allowedTools", "--settings"):
+        parser.add_argument(option)
     parser.add_argument("prompt", nargs="?")
     return parser
 
