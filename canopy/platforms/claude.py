@@ -1,17 +1,40 @@
 """Claude Code (``claude``) in print mode with ``stream-json`` output.
 
-argv: ``claude -p --output-format stream-json --verbose [--model M] [--effort E]
-[--resume ID]``, the prompt on stdin (print mode reads it there when no prompt argument
-is given), so neither its size nor a leading ``-`` (a markdown list) can break the
-launch. Effort uses Claude Code's ``--effort`` flag.
+argv: ``claude -p --output-format stream-json --verbose [PERMISSION FLAGS] [--model M]
+[--effort E] [--resume ID | --session-id UUID]``, the prompt on stdin (print mode reads it
+there when no prompt argument is given), so neither its size nor a leading ``-`` (a
+markdown list) can break the launch. Effort uses Claude Code's ``--effort`` flag. A
+fresh run takes the session id Canopy chose (``--session-id``); the CLI refuses an id a
+conversation already has ("Session ID … is already in use"), so a relaunch of a started
+run resumes it instead.
+
+Permissions (:mod:`canopy.permissions`), the same as root and as any other user except
+``full``; checked against the real CLI (2.1.332) in ``tests/test_real_claude.py``:
+
+- ``workspace``: ``--permission-mode acceptEdits --allowedTools Bash --settings
+  {"sandbox":{"enabled":true,"allowUnsandboxedCommands":false}}``. The file tools edit
+  only inside the workdir (not its ``.git``, ``.claude`` and other protected paths), any
+  command runs, and where the sandbox can start (Linux: ``bwrap`` and ``socat``
+  installed) commands may write only in the workdir (and a temp dir of their own) and
+  reach no network; where it cannot, Claude Code says so on stderr and runs them
+  unsandboxed.
+- ``read-only``: ``--permission-mode dontAsk``: whatever would ask is refused, so nothing
+  is written or run but reads and the commands Claude Code itself deems read-only
+  (``ls``, ``git status``). Allow rules in the user's or the repository's settings
+  still apply.
+- ``full``: ``--permission-mode bypassPermissions``. Claude Code refuses it to root unless
+  ``IS_SANDBOX=1`` (its own switch, inherited from Canopy's environment) declares the
+  machine a sandbox; without it the launch is refused here, in one line saying so.
+- ``cli``: no flags; the CLI's own settings decide.
 
 Session id: the ``session_id`` of the ``system``/``init`` event (and of the final
-``result`` event). Usage limit: a ``rate_limit_event`` whose ``rate_limit_info.status``
-is ``rejected`` (``resetsAt`` epoch, when given) or a synthetic assistant message whose
-``error`` is ``rate_limit``; worded (and timed, without ``resetsAt``) by that message, an
-error result or a plain-text line: ``You've hit your session limit · resets 9am
-(Europe/Berlin)``, ``… weekly limit · resets Mon 12:00am``, ``… Opus limit · resets Aug
-17, 5am``, ``Claude AI usage limit reached|<epoch>`` and the like (docs/platforms.md).
+``result`` event). Usage limit: a ``rate_limit_event`` whose
+``rate_limit_info.status`` is ``rejected`` (``resetsAt`` epoch, when given) or a synthetic
+assistant message whose ``error`` is ``rate_limit``; worded (and timed, without
+``resetsAt``) by that message, an error result or a plain-text line: ``You've hit your
+session limit · resets 9am (Europe/Berlin)``, ``… weekly limit · resets Mon 12:00am``, ``…
+Opus limit · resets Aug 17, 5am``, ``Claude AI usage limit reached|<epoch>`` and the like
+(docs/platforms.md).
 
 Reply: the ``result`` text of a successful run, else the last assistant message's text.
 
@@ -26,14 +49,16 @@ own ``cwd`` decides. Sidechain (subagent) transcripts and other files are not li
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from canopy.errors import Refused
 from canopy.permissions import Permissions
 from canopy.platforms.base import (
     HarnessConversation,
@@ -81,6 +106,20 @@ _RESETS = re.compile(
     r"(?:\s*\((?P<tz>[A-Za-z_]+(?:/[A-Za-z0-9_+-]+)*)\))?",
     re.IGNORECASE,
 )
+_SANDBOX = '{"sandbox":{"enabled":true,"allowUnsandboxedCommands":false}}'
+"""``--settings`` for ``workspace``: commands run in Claude Code's sandbox where it can
+start one, and a command failing there is never retried outside it."""
+_PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
+    "workspace": (
+        *("--permission-mode", "acceptEdits"),
+        *("--allowedTools", "Bash"),
+        *("--settings", _SANDBOX),
+    ),
+    "read-only": ("--permission-mode", "dontAsk"),
+    "full": ("--permission-mode", "bypassPermissions"),
+    "cli": (),
+}
+"""Each level's flags (the module docstring says what each allows)."""
 _SYNTHETIC = "<synthetic>"
 """The ``model`` of assistant messages Claude Code writes itself (errors, limits)."""
 _LIMIT_ERROR = "rate_limit"
@@ -96,6 +135,12 @@ _NOT_A_PROMPT = re.compile(
 )
 
 
+def _bypass_refused() -> bool:
+    """Claude Code's own rule: no ``bypassPermissions`` as root unless ``IS_SANDBOX=1``
+    (the CLI inherits Canopy's environment)."""
+    return os.geteuid() == 0 and os.environ.get("IS_SANDBOX") != "1"
+
+
 @dataclass(frozen=True)
 class ClaudePlatform(JsonLinesPlatform):
     """Claude Code; also the demo platform, whose agent speaks the same stream-json."""
@@ -103,6 +148,10 @@ class ClaudePlatform(JsonLinesPlatform):
     name: str = "claude"
     executable: tuple[str, ...] = ("claude",)
     extra_args: tuple[str, ...] = ()
+    bypass_refused: bool = field(default_factory=_bypass_refused)
+    """Whether the CLI would refuse ``bypassPermissions`` (``full``): it does as root, unless
+    ``IS_SANDBOX=1`` declares the machine a sandbox. A field so tests can set it."""
+    takes_session_id = True
 
     def build_invocation(
         self,
@@ -114,7 +163,15 @@ class ClaudePlatform(JsonLinesPlatform):
         permissions: Permissions,
         session_id: str | None = None,
     ) -> Invocation:
-        """``claude -p --output-format stream-json --verbose [options]``, prompt on stdin."""
+        """``claude -p --output-format stream-json --verbose [options]``, prompt on stdin; a
+        fresh run takes ``--session-id`` (the CLI refuses it next to ``--resume``)."""
+        if permissions == "full" and self.bypass_refused:
+            raise Refused(
+                "permissions 'full' cannot run Claude Code as root: it refuses"
+                " bypassPermissions to root unless IS_SANDBOX=1 in Canopy's environment"
+                " declares this machine a disposable sandbox"
+            )
+        chosen = None if resume_session_id else session_id
         argv = [
             *self.executable,
             *self.extra_args,
@@ -122,9 +179,11 @@ class ClaudePlatform(JsonLinesPlatform):
             "--output-format",
             "stream-json",
             "--verbose",
+            *_PERMISSION_FLAGS[permissions],
             *option("--model", model),
             *option("--effort", effort),
             *option("--resume", resume_session_id),
+            *option("--session-id", chosen),
         ]
         return Invocation(argv, stdin=prompt)
 
