@@ -22,6 +22,7 @@ from canopy.permissions import PERMISSION_LEVELS, Permissions
 from canopy.platforms import (
     Invocation,
     Platform,
+    RetryNotice,
     UsageLimit,
     clamp_reset,
     get_platform,
@@ -431,6 +432,57 @@ def test_claude_no_false_positives() -> None:
     rejected = line({"type": "rate_limit_event", "rate_limit_info": {"status": "rejected"}})
     assert limit("claude", rejected, CLAUDE_RESULT) is None  # overage carried the turn
     assert limit("claude", "") is None
+
+
+# ---------------------------------------------------------- claude denials and retries
+
+
+def claude_call(tool_use_id: str, tool: str, arguments: dict[str, str]) -> str:
+    block = {"type": "tool_use", "id": tool_use_id, "name": tool, "input": arguments}
+    return line({"type": "assistant", "message": {"content": [block]}})
+
+
+def claude_denied(tool_use_id: str, tool: str) -> str:
+    """What 2.1.332 prints the moment a tool call is refused (the input is not in it)."""
+    message = f"Permission to use {tool} has been denied because Claude Code is running in…"
+    event = {"type": "system", "subtype": "permission_denied", "message": message}
+    return line({**event, "tool_name": tool, "tool_use_id": tool_use_id})
+
+
+def test_claude_denials_name_each_refused_call_once() -> None:
+    claude = get_platform("claude")
+    write = {"file_path": "/w/app/x.py", "content": "x"}
+    command = {"command": "rm -rf build &&\n  echo " + "x" * 300, "description": "Clean"}
+    outside = {"file_path": "/etc/hosts", "content": "x"}
+    calls = [("t1", "Write", write), ("t2", "Bash", command), ("t3", "Write", outside)]
+    init = line({"type": "system", "subtype": "init", "cwd": "/w", "session_id": "s"})
+    events = [line for call in calls for line in (claude_call(*call), claude_denied(*call[:2]))]
+    listed = [{"tool_name": t, "tool_use_id": i, "tool_input": a} for i, t, a in calls]
+    result = line({**json.loads(CLAUDE_RESULT), "permission_denials": listed})
+    expected = ["Write app/x.py", f"Bash: rm -rf build && echo {'x' * 172}…", "Write /etc/hosts"]
+    assert len(expected[1]) == 200
+    assert claude.denials("\n".join([init, *events, result])) == expected
+    assert claude.denials("\n".join([init, *events])) == expected  # killed before its result
+    assert claude.denials("\n".join([init, result])) == expected  # the result alone
+    assert claude.denials("\n".join([init, claude_call(*calls[0]), CLAUDE_RESULT])) == []
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "message"),
+    [
+        (429, "rate_limit", "Claude API call failed: rate_limit (HTTP 429); retry 2/10 in 2s"),
+        (529, "overloaded", "Claude API call failed: overloaded (HTTP 529); retry 2/10 in 2s"),
+        (None, "unknown", "Claude API call failed: unknown; retry 2/10 in 2s"),
+    ],
+)
+def test_claude_api_retries_are_retry_notices(status: int | None, error: str, message: str) -> None:
+    """2.1.332's ``api_retry`` events: an HTTP error or, status null, no connection."""
+    event = {"type": "system", "subtype": "api_retry", "attempt": 2, "max_retries": 10}
+    retry = line({**event, "retry_delay_ms": 2268, "error_status": status, "error": error})
+    notice = get_platform("claude").retry_notice(retry)
+    assert notice == RetryNotice(message, timedelta(milliseconds=2268))
+    for other in (CLAUDE_INIT, CLAUDE_RESULT, CLAUDE_ASSISTANT, "API Error: 529", ""):
+        assert get_platform("claude").retry_notice(other) is None
 
 
 # ------------------------------------------------------------------- codex limits

@@ -28,7 +28,10 @@ Permissions (:mod:`canopy.permissions`), the same as root and as any other user 
 - ``cli``: no flags; the CLI's own settings decide.
 
 Session id: the ``session_id`` of the ``system``/``init`` event (and of the final
-``result`` event). Usage limit: a ``rate_limit_event`` whose
+``result`` event). Denials: the ``permission_denials`` of the ``result`` event and the
+``system``/``permission_denied`` events, one line per refused tool call. Retries: the CLI
+retries a failed API call itself (up to 10 times, about 3 minutes) and announces each with
+a ``system``/``api_retry`` event. Usage limit: a ``rate_limit_event`` whose
 ``rate_limit_info.status`` is ``rejected`` (``resetsAt`` epoch, when given) or a synthetic
 assistant message whose ``error`` is ``rate_limit``; worded (and timed, without
 ``resetsAt``) by that message, an error result or a plain-text line: ``You've hit your
@@ -54,7 +57,7 @@ import re
 import unicodedata
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +67,7 @@ from canopy.platforms.base import (
     HarnessConversation,
     Invocation,
     JsonLinesPlatform,
+    RetryNotice,
     UsageLimit,
     first_line,
     json_event,
@@ -120,6 +124,9 @@ _PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "cli": (),
 }
 """Each level's flags (the module docstring says what each allows)."""
+_MAX_DENIAL = 200
+_DENIAL_TARGETS = ("file_path", "notebook_path", "path", "url", "pattern", "query")
+"""The ``tool_input`` keys that name what a refused tool call was aimed at, in order."""
 _SYNTHETIC = "<synthetic>"
 """The ``model`` of assistant messages Claude Code writes itself (errors, limits)."""
 _LIMIT_ERROR = "rate_limit"
@@ -193,6 +200,48 @@ class ClaudePlatform(JsonLinesPlatform):
         if event is None or event.get("type") not in ("system", "result"):
             return None
         return str_field(event, "session_id")
+
+    def denials(self, output: str) -> list[str]:
+        """Each refused tool call once, in order: ``Write app/x.py``, ``Bash: rm -rf …``.
+
+        The ``result`` event lists them (``permission_denials``) and each was announced by
+        a ``permission_denied`` event as it happened, which is all there is when the run
+        ends without a result; the tool's input comes from the assistant's tool call.
+        """
+        events = json_events(output)
+        init = next(iter(events_of(events, "system")), {})
+        calls = {
+            str(block.get("id")): block
+            for event in events_of(events, "assistant")
+            for block in _content_blocks(event)
+            if block.get("type") == "tool_use"
+        }
+        denied: dict[str, tuple[object, object]] = {}
+        for event in events:
+            for call in _denied_calls(event):
+                key = str_field(call, "tool_use_id") or f"#{len(denied)}"
+                asked = calls.get(key, {})
+                name = str_field(call, "tool_name") or asked.get("name")
+                arguments = call.get("tool_input") or asked.get("input")
+                if key not in denied or denied[key][1] is None:
+                    denied[key] = (name, arguments)
+        cwd = str_field(init, "cwd")
+        return [_denial_line(name, arguments, cwd) for name, arguments in denied.values()]
+
+    def retry_notice(self, line: str) -> RetryNotice | None:
+        """A ``system``/``api_retry`` event: a failed API call (429, 5xx, 529 overloaded, no
+        connection) that Claude Code tries again after ``retry_delay_ms``."""
+        event = json_event(line)
+        if event is None or event.get("type") != "system" or event.get("subtype") != "api_retry":
+            return None
+        delay = event.get("retry_delay_ms")
+        wait = timedelta(milliseconds=delay) if isinstance(delay, int | float) else None
+        status = event.get("error_status")
+        error = str_field(event, "error") or "error"
+        what = f"{error} (HTTP {status})" if isinstance(status, int) else error
+        attempt = f"{event.get('attempt', '?')}/{event.get('max_retries', '?')}"
+        after = f" in {wait.total_seconds():.0f}s" if wait is not None else ""
+        return RetryNotice(f"Claude API call failed: {what}; retry {attempt}{after}", wait)
 
     def succeeded(self, event: dict[str, Any]) -> bool:
         """A ``result`` event that is not an error."""
@@ -294,6 +343,48 @@ def _rejection(info: dict[str, Any]) -> UsageLimit:
     reset = from_epoch(resets_at) if isinstance(resets_at, int | float) else None
     kind = str_field(info, "rateLimitType") or "usage"
     return UsageLimit(reset, f"Claude {kind} limit reached (rate_limit_event rejected)")
+
+
+def _denied_calls(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool calls an event reports refused: a ``result``'s ``permission_denials`` or
+    one ``permission_denied`` event."""
+    if event.get("type") == "result":
+        listed = event.get("permission_denials")
+        return [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
+    if event.get("type") == "system" and event.get("subtype") == "permission_denied":
+        return [event]
+    return []
+
+
+def _denial_line(tool: object, arguments: object, cwd: str | None) -> str:
+    """``Bash: COMMAND`` or ``TOOL TARGET`` (a path under ``cwd`` relative to it), cut."""
+    name = tool if isinstance(tool, str) and tool else "a tool"
+    command = str_field(arguments, "command")
+    if command is not None:
+        text = f"{name}: {' '.join(command.split())}"
+    else:
+        target = next(filter(None, (str_field(arguments, k) for k in _DENIAL_TARGETS)), None)
+        text = f"{name} {_relative(target, cwd)}" if target else name
+    return text if len(text) <= _MAX_DENIAL else f"{text[: _MAX_DENIAL - 1]}…"
+
+
+def _relative(path: str, cwd: str | None) -> str:
+    """``path`` relative to ``cwd`` when it lies under it, else as given."""
+    if cwd is None or not Path(path).is_absolute():
+        return path
+    try:
+        return str(Path(path).relative_to(cwd))
+    except ValueError:
+        return path
+
+
+def _content_blocks(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """The dict blocks of an event's ``message.content``."""
+    message = event.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return (
+        [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
+    )
 
 
 def _api_error(event: dict[str, Any]) -> str | None:
