@@ -56,7 +56,7 @@ SAMPLE_READINGS: list[tuple[str, str | None, str | None, UsageLimit | None]] = [
     (
         "claude_session_limit_2.1.220_capture.jsonl",
         "a74d2edb-d7df-475f-ad7f-2c89def2ca88",
-        "You've hit your session limit · resets 9am (Europe/Berlin)",
+        None,  # the limit message is Claude Code's, not the agent's reply
         UsageLimit(utc(1, 16, 8), "You've hit your session limit · resets 9am (Europe/Berlin)"),
     ),
     ("codex_ok_captured_53143053056.jsonl", "019d82d4-a270-7c93-aa19-bfc29826ba30", "4", None),
@@ -170,6 +170,41 @@ def test_claude_structured_payloads_come_first() -> None:
     assert without_time == UsageLimit(utc(1, 16, 8), text)
     unworded = limit("claude", synthetic("Request rejected (429)"))
     assert unworded is not None and unworded.reset_at is None, "error rate_limit is a limit"
+
+
+API_KEY_429 = (
+    "API Error: Request rejected (429) · This request would exceed your account's rate limit."
+    " Please try again later."
+)
+
+
+def test_claude_api_key_429_is_a_rate_limit_and_a_plans_429_a_usage_limit() -> None:
+    """As 2.1.332 prints them: an API key's 429 after the CLI's own retries, with no
+    ``rate_limit_event`` and no reset; a subscription's, with the event and its reset."""
+    api_key = limit("claude", synthetic(API_KEY_429), claude_result(API_KEY_429))
+    assert api_key == UsageLimit(None, API_KEY_429, kind="rate")
+    text = "You've hit your 5-hour limit · resets 10:30pm (UTC)"
+    plan = {**synthetic(text), "api_error": "usage_limit_reached", "api_error_status": 429}
+    event = rejected(resetsAt=1768516200, rateLimitType="five_hour")
+    assert limit("claude", event, plan, claude_result(text)) == UsageLimit(
+        datetime.fromtimestamp(1768516200, UTC), text
+    )
+    unworded = {**synthetic("Request rejected (429)"), "api_error": "usage_limit_reached"}
+    assert limit("claude", unworded) == UsageLimit(
+        None, "Claude usage limit reached (rate_limit error message)"
+    )
+
+
+def test_claude_own_messages_are_never_the_reply() -> None:
+    """ "Not logged in", API errors and limits are Claude Code's report, not the agent's."""
+    login = "Not logged in · Please run /login"
+    claude = get_platform("claude")
+    output = [synthetic(login, "authentication_failed"), claude_result(login)]
+    assert claude.reply_text("\n".join(map(json.dumps, output))) is None
+    content = [{"type": "text", "text": "Half done."}]
+    said: dict[str, object] = {"type": "assistant", "message": {"model": "m", "content": content}}
+    output = [said, synthetic(API_KEY_429), claude_result(API_KEY_429)]
+    assert claude.reply_text("\n".join(map(json.dumps, output))) == "Half done."
 
 
 def test_claude_no_false_alarms() -> None:

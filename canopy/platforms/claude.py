@@ -37,9 +37,14 @@ assistant message whose ``error`` is ``rate_limit``; worded (and timed, without
 ``resetsAt``) by that message, an error result or a plain-text line: ``You've hit your
 session limit · resets 9am (Europe/Berlin)``, ``… weekly limit · resets Mon 12:00am``, ``…
 Opus limit · resets Aug 17, 5am``, ``Claude AI usage limit reached|<epoch>`` and the like
-(docs/platforms.md).
+(docs/platforms.md). On an API key a 429 is a per-minute rate limit with no reset: ``API
+Error: Request rejected (429) · This request would exceed your account's rate limit.
+Please try again later.`` in a synthetic ``rate_limit`` message without a
+``rate_limit_event``, read as a limit of kind ``rate``.
 
-Reply: the ``result`` text of a successful run, else the last assistant message's text.
+Reply: the ``result`` text of a successful run, else the last assistant message's text;
+the messages Claude Code writes itself (model ``<synthetic>``: "Not logged in", API
+errors, limits) are never a reply.
 
 Conversations: ``$CLAUDE_CONFIG_DIR`` (default ``~/.claude``) ``/projects/<dir>/<session
 uuid>.jsonl``, where ``<dir>`` is the realpath of the cwd (NFC) with every character but
@@ -270,24 +275,35 @@ class ClaudePlatform(JsonLinesPlatform):
 
     def limit_in_events(self, events: list[dict[str, Any]]) -> UsageLimit | None:
         """A ``rate_limit_event`` with status ``rejected`` (``allowed*`` are only notices),
-        or a synthetic assistant message whose ``error`` is ``rate_limit``."""
+        or a synthetic assistant message whose ``error`` is ``rate_limit``: a plan's usage
+        limit when it words one, else an API key's rate limit (kind ``rate``), which
+        names no reset and comes without a ``rate_limit_event``."""
         for event in events:
             info = event.get("rate_limit_info") if event.get("type") == "rate_limit_event" else None
             if isinstance(info, dict) and info.get("status") == "rejected":
                 return _rejection(info)
-        if any(_api_error(event) == _LIMIT_ERROR for event in events):
+        limited = [event for event in events if _api_error(event) == _LIMIT_ERROR]
+        if not limited:
+            return None
+        text = _assistant_text(limited[-1]) or ""
+        if _LIMIT_TEXT.search(text) or limited[-1].get("api_error") == "usage_limit_reached":
             return UsageLimit(None, "Claude usage limit reached (rate_limit error message)")
-        return None
+        return UsageLimit(None, first_line(text) or "Claude API rate limit (429)", kind="rate")
 
     def reply_text(self, output: str) -> str | None:
-        """A successful ``result``'s text; else (error, no result) the last assistant text."""
+        """A successful ``result``'s text; else (error, no result) the last assistant text.
+
+        Claude Code's own messages (model ``<synthetic>``: "Not logged in · Please run
+        /login", API errors, limits) are its failure report, never the agent's reply; an
+        error result repeats them, so it is not read either.
+        """
         events = json_events(output)
         result = next((e for e in reversed(events) if e.get("type") == "result"), None)
         if result is not None and result.get("is_error") is False:
             text = nonblank(str_field(result, "result"))
             if text is not None:
                 return text
-        replies = (_assistant_text(event) for event in reversed(events))
+        replies = (_assistant_text(event) for event in reversed(events) if not _synthetic(event))
         return next(filter(None, replies), None)
 
     def usage_in_events(self, events: list[dict[str, Any]]) -> HarnessUsage:
@@ -385,6 +401,13 @@ def _content_blocks(event: dict[str, Any]) -> list[dict[str, Any]]:
     return (
         [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
     )
+
+
+def _synthetic(event: dict[str, Any]) -> bool:
+    """An assistant message Claude Code wrote itself: an error, a limit, a login prompt."""
+    message = event.get("message")
+    model = message.get("model") if isinstance(message, dict) else None
+    return model == _SYNTHETIC or _api_error(event) is not None
 
 
 def _api_error(event: dict[str, Any]) -> str | None:
