@@ -3,10 +3,10 @@
 argv: ``claude -p --output-format stream-json --verbose [PERMISSION FLAGS] [--model M]
 [--effort E] [--resume ID | --session-id UUID]``, the prompt on stdin (print mode reads it
 there when no prompt argument is given), so neither its size nor a leading ``-`` (a
-markdown list) can break the launch. Effort uses Claude Code's ``--effort`` flag. A
-fresh run takes the session id Canopy chose (``--session-id``); the CLI refuses an id a
-conversation already has ("Session ID … is already in use"), so a relaunch of a started
-run resumes it instead.
+markdown list) can break the launch. Effort uses Claude Code's ``--effort`` flag
+(:data:`EFFORTS`). A fresh run takes the session id Canopy chose (``--session-id``); the
+CLI refuses an id a conversation already has ("Session ID … is already in use"), so a
+relaunch of a started run resumes it instead.
 
 Permissions (:mod:`canopy.permissions`), the same as root and as any other user except
 ``full``; checked against the real CLI (2.1.332) in ``tests/test_real_claude.py``:
@@ -115,6 +115,9 @@ _RESETS = re.compile(
     r"(?:\s*\((?P<tz>[A-Za-z_]+(?:/[A-Za-z0-9_+-]+)*)\))?",
     re.IGNORECASE,
 )
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+"""The values ``claude --effort`` takes (2.1.332, any case). The CLI warns about any other
+on stderr and runs at its default effort, so a typo would go unnoticed in a node's log."""
 _SANDBOX = '{"sandbox":{"enabled":true,"allowUnsandboxedCommands":false}}'
 """``--settings`` for ``workspace``: commands run in Claude Code's sandbox where it can
 start one, and a command failing there is never retried outside it."""
