@@ -6,7 +6,9 @@ home, inside a network namespace where only the scripted Anthropic API on 127.0.
 reachable (:mod:`tests.model_server`). Only the model is fake: the tools, the permission
 checks, the session files and the limit handling are Claude Code's own. They prove:
 
-- the effort values Canopy knows are the ones the CLI takes;
+- the effort values Canopy knows are the ones the CLI takes, and ``canopy doctor``'s
+  checks (version, who is signed in, each level's argv accepted) ask the CLI, never the
+  model;
 - ``workspace`` lets the agent write files and run any program in the workdir, as root
   too, and refuses file edits outside it; ``read-only`` lets nothing be written or run,
   and :meth:`denials` names each refusal; ``full`` runs unrestricted where the CLI
@@ -33,11 +35,11 @@ from pathlib import Path
 import pytest
 
 from canopy.errors import Refused
-from canopy.permissions import Permissions
+from canopy.permissions import PERMISSION_LEVELS, Permissions
 from canopy.platforms import Invocation, UsageLimit
 from canopy.platforms.claude import EFFORTS, ClaudePlatform
 from tests.model_server.anthropic import AnthropicAPI, cli_env
-from tests.model_server.clis import cli_path, isolated_home
+from tests.model_server.clis import REPO, cli_path, isolated_home
 from tests.model_server.core import (
     Limit,
     LoopbackOnly,
@@ -250,6 +252,28 @@ def test_the_effort_values_are_the_clis(tmp_path: Path) -> None:
         check=True,
     ).stdout
     assert f"({', '.join(EFFORTS)})" in " ".join(shown.split())
+
+
+def test_doctor_checks_ask_the_cli_and_never_the_model(claude: Claude) -> None:
+    """The version, who is signed in, and whether each level's argv is accepted."""
+    checks = claude.platform(bypass_refused=False).cli_checks()
+    assert (
+        json.loads((REPO / "package.json").read_text())["dependencies"]["@anthropic-ai/claude-code"]
+        in checks.tested
+    )
+    assert claude.run(Invocation(checks.version)).output.startswith(f"{checks.tested[0]} ")
+    assert checks.auth is not None and checks.signed_in is not None
+    assert checks.signed_in(claude.run(Invocation(checks.auth)).output) is True
+    signed_out = claude.run(Invocation(checks.auth), env={"ANTHROPIC_API_KEY": ""})
+    assert checks.signed_in(signed_out.output) is False
+    assert checks.signed_in("error: unknown command 'auth'") is None
+    sandbox = {"IS_SANDBOX": "1"}  # root may run full only so, anyone else always
+    for level in PERMISSION_LEVELS:
+        argv = claude.invocation(level, platform=claude.platform(bypass_refused=False)).argv
+        assert checks.accepted.search(claude.run(Invocation(argv), env=sandbox).output), level
+    refused = claude.run(Invocation([*argv, "--permission-mode", "yolo"]))
+    assert not checks.accepted.search(refused.output)
+    assert claude.server.requests == []
 
 
 # ------------------------------------------------------------------ sessions

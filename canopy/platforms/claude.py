@@ -42,6 +42,12 @@ Error: Request rejected (429) · This request would exceed your account's rate l
 Please try again later.`` in a synthetic ``rate_limit`` message without a
 ``rate_limit_event``, read as a limit of kind ``rate``.
 
+Doctor checks (:meth:`ClaudePlatform.cli_checks`, no model call): ``claude --version``;
+``claude auth status --json``, whose ``loggedIn`` reads the local credentials (exit 1
+when signed out); and the launch argv with nothing on stdin, which ends "Input must be
+provided either through stdin or as a prompt argument when using --print" once its
+options are accepted (signed out too: only a model call says "Not logged in").
+
 Reply: the ``result`` text of a successful run, else the last assistant message's text;
 the messages Claude Code writes itself (model ``<synthetic>``: "Not logged in", API
 errors, limits) are never a reply.
@@ -57,6 +63,7 @@ own ``cwd`` decides. Sidechain (subagent) transcripts and other files are not li
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import unicodedata
@@ -69,6 +76,7 @@ from typing import Any
 from canopy.errors import Refused
 from canopy.permissions import Permissions
 from canopy.platforms.base import (
+    CliChecks,
     HarnessConversation,
     Invocation,
     JsonLinesPlatform,
@@ -118,6 +126,10 @@ _RESETS = re.compile(
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
 """The values ``claude --effort`` takes (2.1.332, any case). The CLI warns about any other
 on stderr and runs at its default effort, so a typo would go unnoticed in a node's log."""
+TESTED_VERSIONS = ("2.1.332",)
+"""The Claude Code releases Canopy's tests ran (``package.json`` pins the same)."""
+_NO_PROMPT = re.compile(r"Input must be provided either through stdin or as a prompt argument")
+"""What ``claude -p`` says once it has accepted its options and finds no prompt."""
 _SANDBOX = '{"sandbox":{"enabled":true,"allowUnsandboxedCommands":false}}'
 """``--settings`` for ``workspace``: commands run in Claude Code's sandbox where it can
 start one, and a command failing there is never retried outside it."""
@@ -251,6 +263,19 @@ class ClaudePlatform(JsonLinesPlatform):
         after = f" in {wait.total_seconds():.0f}s" if wait is not None else ""
         return RetryNotice(f"Claude API call failed: {what}; retry {attempt}{after}", wait)
 
+    def cli_checks(self) -> CliChecks:
+        """``claude --version``, ``claude auth status --json`` (``loggedIn``: local, no
+        model call) and the launch argv with no prompt, which the CLI checks in full
+        (options, ``--settings``, the root rule) before it says the prompt is missing.
+        Signed out, it says the same: only a run would answer "Not logged in"."""
+        return CliChecks(
+            version=[*self.executable, "--version"],
+            accepted=_NO_PROMPT,
+            auth=[*self.executable, "auth", "status", "--json"],
+            signed_in=_logged_in,
+            tested=TESTED_VERSIONS,
+        )
+
     def succeeded(self, event: dict[str, Any]) -> bool:
         """A ``result`` event that is not an error."""
         return event.get("type") == "result" and event.get("is_error") is False
@@ -362,6 +387,17 @@ def _rejection(info: dict[str, Any]) -> UsageLimit:
     reset = from_epoch(resets_at) if isinstance(resets_at, int | float) else None
     kind = str_field(info, "rateLimitType") or "usage"
     return UsageLimit(reset, f"Claude {kind} limit reached (rate_limit_event rejected)")
+
+
+def _logged_in(output: str) -> bool | None:
+    """``loggedIn`` of ``claude auth status --json`` (``None`` if it printed no such JSON);
+    the object spans lines, and a warning may come before or after it."""
+    try:
+        status = json.loads(output[output.find("{") : output.rfind("}") + 1])
+    except ValueError:
+        return None
+    logged_in = status.get("loggedIn") if isinstance(status, dict) else None
+    return logged_in if isinstance(logged_in, bool) else None
 
 
 def _denied_calls(event: dict[str, Any]) -> list[dict[str, Any]]:
