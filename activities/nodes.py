@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from pathlib import Path
 
 from temporalio import activity
 
@@ -155,9 +156,7 @@ class NodeActivities:
 
         def command() -> Command:
             prompt = markers.render(node.prompt, values, markers.NODE_MARKERS)
-            resume = (
-                watcher.session_id if watcher.session_id != chosen or files.relaunched else None
-            )
+            resume = _session_to_resume(watcher.session_id, chosen, platform, launch, files)
             invocation = platform.build_invocation(
                 prompt,
                 model=agent.model,
@@ -298,6 +297,24 @@ def _not_started(
         platform=platform,
         host=this_host(),
     )
+
+
+def _session_to_resume(
+    session_id: str | None,
+    chosen: str | None,
+    platform: Platform,
+    launch: NodeLaunch,
+    files: ProcessFiles,
+) -> str | None:
+    """The session a launch resumes: the one it was given or its CLI reported, unless that
+    is the id Canopy chose for this node run and the CLI never started it (a first launch,
+    or one lost before the CLI wrote its conversation), which a fresh run takes instead."""
+    if session_id is None or session_id != chosen:
+        return session_id
+    if not files.relaunched:
+        return None
+    known = platform.conversations(Path(launch.workdir)) or []
+    return chosen if any(c.conversation_id == chosen for c in known) else None
 
 
 def chosen_session_id(launch: NodeLaunch) -> str:

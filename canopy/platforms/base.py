@@ -334,7 +334,8 @@ class JsonLinesPlatform(Platform, ABC):
     """
 
     def usage_limit(self, output: str, now: datetime) -> UsageLimit | None:
-        """The structured limit, worded (and timed, if it gave no reset) by the failure text."""
+        """The structured limit, worded (and timed, if it gave no reset) by the failure text;
+        a rate limit when either says so (only a rate limit words itself as one)."""
         events, plain = _split_output(output)
         if any(self.succeeded(event) for event in events):
             return None
@@ -344,7 +345,8 @@ class JsonLinesPlatform(Platform, ABC):
         in_events = self.limit_in_events(events)
         if in_text is None or in_events is None:
             return in_events or in_text
-        return UsageLimit(in_events.reset_at or in_text.reset_at, in_text.message)
+        kind: LimitKind = "rate" if "rate" in (in_events.kind, in_text.kind) else "usage"
+        return UsageLimit(in_events.reset_at or in_text.reset_at, in_text.message, kind)
 
     def is_progress(self, line: str) -> bool:
         """Only the harness's events are progress: stderr text (stack traces, banners)
