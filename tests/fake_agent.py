@@ -2,8 +2,8 @@
 """A stand-in for the ``claude``, ``codex`` and ``gemini`` CLIs, for tests.
 
 It accepts each CLI's headless argv and prints that CLI's JSON-lines output (session or
-thread id: the resumed id, Claude's ``--session-id``, else a fresh uuid4), so the real
-platform adapters parse it.
+thread id: the resumed id, ``--session-id`` (Claude, Gemini), else a fresh uuid4), so the
+real platform adapters parse it.
 Point a built-in platform at it with ``[platforms.claude] executable = [python, path]``.
 
 Format: ``$FAKE_AGENT_FORMAT`` (claude | codex | gemini) if set, else ``codex`` when
@@ -124,6 +124,9 @@ _OPTIONS: dict[str, dict[str, bool]] = {
         "--yolo": False,
         "-y": False,
         "--approval-mode": True,
+        "--skip-trust": False,
+        "--policy": True,
+        "--session-id": True,
     },
 }
 

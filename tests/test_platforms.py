@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -199,25 +200,96 @@ def test_codex_argv_fresh_and_resumed() -> None:
     ]
 
 
+GEMINI_ARGV = ["gemini", "--output-format", "stream-json"]
+GEMINI_POLICY = "<read-only policy>"
+GEMINI_FLAGS: dict[Permissions, list[str]] = {
+    "workspace": ["--skip-trust", "--approval-mode", "yolo"],
+    "full": ["--skip-trust", "--approval-mode", "yolo"],
+    "read-only": ["--skip-trust", "--approval-mode", "default", "--policy", GEMINI_POLICY],
+    "cli": [],
+}
+
+
 def test_gemini_reads_the_prompt_on_stdin_and_ignores_effort() -> None:
     gemini = get_platform("gemini")
     fresh = gemini.build_invocation(
         "-x", model=None, effort="high", resume_session_id=None, permissions="cli"
     )
-    assert fresh.argv == ["gemini", "--output-format", "stream-json"]
+    assert fresh.argv == GEMINI_ARGV
     assert fresh.stdin == "-x"
     resumed = gemini.build_invocation(
         "go", model="gemini-2.5-pro", effort=None, resume_session_id="s1", permissions="cli"
     )
-    assert resumed.argv == [
-        "gemini",
-        "--output-format",
-        "stream-json",
-        "-m",
-        "gemini-2.5-pro",
-        "--resume",
-        "s1",
-    ]
+    assert resumed.argv == [*GEMINI_ARGV, "-m", "gemini-2.5-pro", "--resume", "s1"]
+
+
+@pytest.mark.parametrize("permissions", PERMISSION_LEVELS)
+@pytest.mark.parametrize("euid", [0, 1000])
+def test_gemini_permission_flags_as_root_and_not(
+    permissions: Permissions, euid: int, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gemini CLI never looks at the uid, so neither do its flags; a fresh run takes the
+    session id Canopy chose."""
+    monkeypatch.setattr(os, "geteuid", lambda: euid)
+    gemini = get_platform("gemini")
+    assert gemini.takes_session_id
+    invocation = gemini.build_invocation(
+        "go",
+        model=None,
+        effort=None,
+        resume_session_id=None,
+        permissions=permissions,
+        session_id="s-1",
+    )
+    policy = str(home / "platforms" / "gemini-read-only.toml")
+    flags = [policy if flag == GEMINI_POLICY else flag for flag in GEMINI_FLAGS[permissions]]
+    assert invocation.argv == [*GEMINI_ARGV, *flags, "--session-id", "s-1"]
+    resumed = gemini.build_invocation(
+        "go",
+        model=None,
+        effort=None,
+        resume_session_id="r-1",
+        permissions=permissions,
+        session_id="s-1",
+    )
+    assert resumed.argv == [*GEMINI_ARGV, *flags, "--resume", "r-1"]
+
+
+def test_gemini_read_only_policy_denies_all_but_reading_and_is_restored(home: Path) -> None:
+    """The policy file is Canopy's: written on first use, rewritten when it was changed."""
+
+    def policy() -> Path:
+        argv = (
+            get_platform("gemini")
+            .build_invocation(
+                "go", model=None, effort=None, resume_session_id=None, permissions="read-only"
+            )
+            .argv
+        )
+        return Path(argv[argv.index("--policy") + 1])
+
+    path = policy()
+    deny_all, allowed = tomllib.loads(path.read_text())["rule"]
+    assert (deny_all["toolName"], deny_all["decision"]) == ("*", "deny")
+    assert allowed["decision"] == "allow" and allowed["priority"] > deny_all["priority"]
+    assert {"read_file", "grep_search", "glob", "list_directory"} <= set(allowed["toolName"])
+    writers = {"write_file", "replace", "run_shell_command", "enter_plan_mode", "exit_plan_mode"}
+    assert not writers & set(allowed["toolName"])
+    written = path.read_text()
+    path.write_text('[[rule]]\ntoolName = "*"\ndecision = "allow"\n')
+    assert policy() == path and path.read_text() == written
+
+
+def test_gemini_read_only_refuses_a_policy_path_the_cli_would_split(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gemini CLI splits ``--policy`` on commas and ignores paths it cannot find: such a
+    run would deny nothing."""
+    monkeypatch.setenv("CANOPY_HOME", str(tmp_path / "a,b"))
+    with pytest.raises(Refused, match=r"^permissions 'read-only' cannot run Gemini CLI: "):
+        get_platform("gemini").build_invocation(
+            "go", model=None, effort=None, resume_session_id=None, permissions="read-only"
+        )
 
 
 def test_empty_model_counts_as_unset() -> None:

@@ -1,10 +1,36 @@
 """Google Gemini CLI (``gemini``) in headless mode with ``stream-json`` output.
 
-argv: ``gemini --output-format stream-json [-m M] [--resume ID]``, the prompt on stdin
-(Gemini CLI runs headless when stdin is not a terminal and takes it as the prompt), so
-neither its size nor a leading ``-`` can break the launch. Gemini CLI has no per-run
-effort flag (thinking budgets live in its settings), so ``effort`` is
-not passed.
+argv: ``gemini --output-format stream-json PERMISSIONS [-m M] [--resume ID | --session-id
+ID]``, the prompt on stdin (Gemini CLI runs headless when stdin is not a terminal and
+takes it as the prompt), so neither its size nor a leading ``-`` can break the launch.
+Gemini CLI has no per-run effort flag (thinking budgets live in its settings), so
+``effort`` is not passed. A fresh run takes the session id Canopy chose
+(``--session-id``, a UUID).
+
+Permissions (the same as root and as any other user; Gemini CLI does not look at the uid):
+
+- ``workspace`` and ``full``: ``--skip-trust --approval-mode yolo``. Every tool runs
+  unasked. Its file tools refuse paths outside the workdir (and the CLI's own temp dir),
+  but shell commands run unconfined with the user's rights: Gemini CLI's only sandboxes
+  are ``--sandbox`` (a docker or podman container, pulled from the network) and the
+  settings-only ``security.toolSandboxing`` (bubblewrap), so Canopy has none to switch on
+  and the two levels are the same.
+- ``read-only``: ``--skip-trust --approval-mode default --policy <Canopy's read-only
+  policy>``. Headless, the default mode does not even offer the write and shell tools,
+  but it does offer ``enter_plan_mode``, and in plan mode ``exit_plan_mode`` switches a
+  headless run to YOLO: a model can write a plan file, leave plan mode and run anything.
+  The policy (:data:`READ_ONLY_POLICY`, user tier, so it beats the default rules and the
+  workdir's own ``.gemini/policies``) denies every tool but those that read or search.
+  ``--policy`` replaces the user's own ``~/.gemini/policies`` for that run.
+- ``cli``: nothing, not even ``--skip-trust``: the CLI's own settings decide, trust
+  included, so a workdir never trusted there fails at once (exit 55).
+
+Trust: headless Gemini CLI exits 55 ("not running in a trusted directory") before any
+request in a workdir the user never trusted; ``--skip-trust`` trusts it for the run (the
+documented alternative, ``GEMINI_CLI_TRUST_WORKSPACE=true``, would leak into every
+command the agent runs). A trusted workdir's ``.gemini/`` settings, hooks, MCP servers,
+commands and policies are loaded: a repository's own configuration can run programs at
+startup, even under ``read-only``.
 
 Session id: ``session_id`` of the ``init`` event. Usage limit: an error ``result`` of type
 ``TerminalQuotaError``, or an ``error`` event, an error ``result`` or a plain-text line
@@ -36,12 +62,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from canopy.errors import Refused
+from canopy.paths import canopy_home
 from canopy.permissions import Permissions
 from canopy.platforms.base import (
     HarnessConversation,
@@ -94,9 +123,33 @@ _NOT_A_PROMPT = ("/", "?", "<session_context>", "<hook_context>")
 _TURN_BREAKS = ("message", "tool_use", "tool_result")
 
 
+READ_ONLY_POLICY = """\
+# Canopy's read-only level for Gemini CLI (--policy): read and search, never write or run.
+# Written by Canopy and rewritten whenever it differs; edits here do not last.
+[[rule]]
+toolName = "*"
+decision = "deny"
+priority = 900
+denyMessage = "Canopy runs this agent read-only: it may read and search, never write or run."
+
+[[rule]]
+toolName = [
+  "read_file", "list_directory", "glob", "grep_search", "google_web_search", "update_topic",
+]
+decision = "allow"
+priority = 950
+"""
+"""Deny every tool, then allow those that only read the workspace or search the web (a
+subset of what Gemini CLI's own ``read-only.toml`` allows). A denied tool is not even
+offered to the model, so the plan-mode tools that would switch a headless run to YOLO are
+gone too."""
+
+
 @dataclass(frozen=True)
 class GeminiPlatform(JsonLinesPlatform):
     """Gemini CLI in non-interactive (``--prompt``) mode."""
+
+    takes_session_id: ClassVar[bool] = True
 
     name: str = "gemini"
     executable: tuple[str, ...] = ("gemini",)
@@ -112,14 +165,21 @@ class GeminiPlatform(JsonLinesPlatform):
         permissions: Permissions,
         session_id: str | None = None,
     ) -> Invocation:
-        """``gemini --output-format stream-json [-m M] [--resume ID]``, prompt on stdin."""
+        """``gemini --output-format stream-json PERMISSIONS [-m M] [--resume ID |
+        --session-id ID]``, the prompt on stdin."""
+        session = (
+            option("--resume", resume_session_id)
+            if resume_session_id
+            else option("--session-id", session_id)
+        )
         argv = [
             *self.executable,
             *self.extra_args,
             "--output-format",
             "stream-json",
+            *_permission_flags(permissions),
             *option("-m", model),
-            *option("--resume", resume_session_id),
+            *session,
         ]
         return Invocation(argv, stdin=prompt)
 
@@ -218,6 +278,34 @@ class GeminiPlatform(JsonLinesPlatform):
             if _CHAT_FILE.fullmatch(path.name)
         ]
         return newest_first(_session(path, target) for path in chats)
+
+
+def _permission_flags(permissions: Permissions) -> list[str]:
+    """The flags for a permission level (see the module docstring); ``cli`` passes none."""
+    if permissions == "cli":
+        return []
+    if permissions == "read-only":
+        policy = ["--approval-mode", "default", "--policy", str(read_only_policy())]
+        return ["--skip-trust", *policy]
+    return ["--skip-trust", "--approval-mode", "yolo"]
+
+
+def read_only_policy() -> Path:
+    """:data:`READ_ONLY_POLICY` as a file Gemini CLI can load: ``<data dir>/platforms/
+    gemini-read-only.toml``, (re)written atomically whenever it is missing or differs, so
+    a package install needs no data file and a tampered copy does not last. Gemini CLI
+    ignores a ``--policy`` path it cannot find, so the file must exist at launch."""
+    path = canopy_home() / "platforms" / "gemini-read-only.toml"
+    if "," in str(path):  # Gemini CLI would split it into two paths, load neither, deny nothing
+        raise Refused(
+            f"permissions 'read-only' cannot run Gemini CLI: its policy path {path} holds a comma"
+        )
+    if read_text(path) != READ_ONLY_POLICY:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        written = path.with_name(f".{path.name}.{os.getpid()}")
+        written.write_text(READ_ONLY_POLICY, encoding="utf-8")
+        written.replace(path)
+    return path
 
 
 def _gemini_dir() -> Path | None:
