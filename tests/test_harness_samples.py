@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from canopy.platforms import HarnessUsage, UsageLimit, get_platform, limit_wait
+from canopy.platforms import HarnessUsage, RetryNotice, UsageLimit, get_platform, limit_wait
+from canopy.platforms.gemini import GeminiPlatform
 
 SAMPLES = Path(__file__).parent / "fixtures" / "harness-samples"
 # Thursday 2026-01-15, 12:00 in New York (the machine's zone in these tests), 18:00 in Berlin.
@@ -96,16 +97,18 @@ def test_each_sample_gives_its_session_reply_and_limit(
 
 
 def test_gemini_samples_that_give_up_on_a_quota() -> None:
-    """The daily quota is read from the error Gemini CLI gave up on, not its retries."""
+    """The daily quota is read from the error Gemini CLI gave up on, not its retries (whose
+    "retry in 12s" is not its reset); a bare 429 is an API rate limit."""
     gemini = get_platform("gemini")
     daily = gemini.usage_limit(
         (SAMPLES / "gemini_stderr_daily_quota_59875375351.txt").read_text(), NOW
     )
-    assert daily is not None and daily.reset_at is None
+    assert daily is not None and (daily.reset_at, daily.kind) == (None, "usage")
     assert "TerminalQuotaError: You have exhausted your daily quota" in daily.message
     exhausted = (SAMPLES / "gemini_429_resource_exhausted_issue1800.txt").read_text()
     found = gemini.usage_limit(exhausted, NOW)
-    assert found is not None and found.reset_at is None and "RESOURCE_EXHAUSTED" in found.message
+    assert found is not None and (found.reset_at, found.kind) == (None, "rate")
+    assert "RESOURCE_EXHAUSTED" in found.message
 
 
 def test_every_sample_is_covered() -> None:
@@ -322,6 +325,81 @@ def test_gemini_retries_it_recovers_from_are_not_limits() -> None:
     said = {"type": "message", "role": "assistant", "content": "RESOURCE_EXHAUSTED, retry in 5s"}
     tool = {"type": "tool_result", "status": "error", "output": "429 RESOURCE_EXHAUSTED"}
     assert limit("gemini", said, tool, gemini_error("FatalError", "boom")) is None
+
+
+GEMINI_DAILY_QUOTA: list[str | Mapping[str, object]] = [
+    {"type": "init", "timestamp": "t", "session_id": "g", "model": "auto"},
+    gemini_error(
+        "unknown",
+        "[API Error: You have exhausted your daily quota on this model.]\n"
+        "Please wait and try again later.",
+    ),
+    "Attempt 1 failed with status 429. Retrying with backoff... _ApiError: "
+    '{"error":{"code":429,"message":"Please retry in 30s.","status":"RESOURCE_EXHAUSTED"}}',
+    "    at throwErrorIfNotOK (file:///gemini/bundle/chunk.js:267833:24)",
+    "    at async Turn.run (file:///gemini/bundle/chunk.js:333001:24) {",
+    "  status: 429,",
+    "  cause: {",
+    "    message: 'Please retry in 30s.',",
+    "  }",
+    "}",
+    "Error when talking to Gemini API Full report available at: /tmp/report.json "
+    "TerminalQuotaError: You have exhausted your daily quota on this model.",
+    "    at classifyGoogleError (file:///gemini/bundle/chunk.js:307344:16) {",
+    "  cause: {",
+    "    code: 429,",
+    "    message: 'You exceeded your current quota.\\n' +",
+    "      'Please retry in 7200s.',",
+    "  },",
+    "  status: 429",
+    "}",
+]
+"""Gemini CLI 0.61's daily quota (exit 173), shortened: the reset is only in the stack
+trace of the error it gave up on, after a retried attempt whose own trace names another."""
+
+
+def test_gemini_daily_quota_reset_is_read_from_the_stack_trace() -> None:
+    found = limit("gemini", *GEMINI_DAILY_QUOTA)
+    message = "[API Error: You have exhausted your daily quota on this model.]"
+    assert found == UsageLimit(NOW + timedelta(hours=2), message, "usage")
+    stderr_only = limit("gemini", *GEMINI_DAILY_QUOTA[2:])
+    assert stderr_only is not None and stderr_only.reset_at == NOW + timedelta(hours=2)
+    assert stderr_only.message.endswith(
+        "TerminalQuotaError: You have exhausted your daily quota on this model."
+    )
+
+
+def test_gemini_failure_lines_leave_out_retried_attempts_and_their_traces() -> None:
+    plain = [str(text).strip() for text in GEMINI_DAILY_QUOTA[2:]]
+    assert GeminiPlatform().failure_lines(plain) == plain[8:]
+    given_up = ["Attempt 3 failed: You exceeded your current quota. Max attempts reached"]
+    assert GeminiPlatform().failure_lines(plain[:8] + given_up) == given_up
+
+
+@pytest.mark.parametrize(
+    ("text", "wait"),
+    [
+        (
+            "Attempt 1 failed: You have exhausted your capacity on this model. Your quota will "
+            "reset after 2h0m0s.. Retrying after 7228060ms...",
+            timedelta(milliseconds=7228060),
+        ),
+        ("Suggested retry after 25s.. Retrying after 29364ms...", timedelta(milliseconds=29364)),
+        ("Attempt 1 failed with status 429. Retrying with backoff... _ApiError: {}", None),
+        ("Attempt 2 failed. Retrying with backoff... Error: fetch failed sending request", None),
+    ],
+)
+def test_gemini_retry_notices(text: str, wait: timedelta | None) -> None:
+    assert get_platform("gemini").retry_notice(text) == RetryNotice(text, wait)
+
+
+def test_gemini_retry_notices_are_only_the_clis_own_lines() -> None:
+    said = "Retrying after 5000ms..."
+    talk = {"type": "message", "role": "assistant", "content": said, "delta": True}
+    tool = {"type": "tool_result", "tool_id": "t", "status": "success", "output": said}
+    given_up = "Attempt 3 failed: Quota exceeded. Max attempts reached"
+    lines = [json.dumps(talk), json.dumps(tool), given_up, "    at retryWithBackoff"]
+    assert [get_platform("gemini").retry_notice(text) for text in lines] == [None] * 4
 
 
 # ------------------------------------------------------------------- limit_wait

@@ -574,32 +574,46 @@ def gemini_failure(message: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("message", "delay"),
+    ("message", "delay", "kind"),
     [
         (
             "You have exhausted your capacity on this model. Your quota will reset after 4h28m20s.",
             timedelta(hours=4, minutes=28, seconds=20),
+            "usage",
         ),
         (
             "Quota exceeded for metric: free_tier_requests\nPlease retry in 42.5s.",
             timedelta(seconds=42.5),
+            "rate",
         ),
-        ("[API Error: RESOURCE_EXHAUSTED] Please wait and try again later.", None),
+        (
+            "Quota exceeded for metric: free_tier_requests\nPlease retry in 7200s.",
+            timedelta(hours=2),
+            "usage",
+        ),
+        ("[API Error: RESOURCE_EXHAUSTED] Please wait and try again later.", None, "rate"),
+        ("[API Error: You have exhausted your daily quota on this model.]", None, "usage"),
+        ("You have exhausted your capacity on this model.", None, "usage"),
+        ("RetryableQuotaError: Resource has been exhausted (e.g. check quota).", None, "rate"),
     ],
 )
-def test_gemini_limits(message: str, delay: timedelta | None) -> None:
+def test_gemini_limits(message: str, delay: timedelta | None, kind: str) -> None:
+    """A daily quota, exhausted capacity or a reset over five minutes away is a usage
+    window; a shorter or unnamed wait, an API rate limit (Gemini CLI's own split)."""
     found = limit("gemini", *gemini_failure(message))
     assert found is not None
     assert found.reset_at == (NOW + delay if delay is not None else None)
     assert found.message == message.splitlines()[0]
+    assert found.kind == kind
 
 
 def test_gemini_limit_in_error_event_and_stderr_retry_delay() -> None:
     event = line({"type": "error", "severity": "error", "message": "Quota exceeded (429)"})
-    assert limit("gemini", event) == UsageLimit(None, "Quota exceeded (429)")
+    assert limit("gemini", event) == UsageLimit(None, "Quota exceeded (429)", "rate")
     plain = ['  "status": "RESOURCE_EXHAUSTED",', '  "retryDelay": "58s"']
     found = limit("gemini", *plain)
-    assert found is not None and found.message == '"status": "RESOURCE_EXHAUSTED",'
+    message = '"status": "RESOURCE_EXHAUSTED",'
+    assert found == UsageLimit(NOW + timedelta(seconds=58), message, "rate")
 
 
 def test_gemini_no_false_positives() -> None:

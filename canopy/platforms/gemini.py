@@ -36,8 +36,14 @@ Session id: ``session_id`` of the ``init`` event. Usage limit: an error ``result
 ``TerminalQuotaError``, or an ``error`` event, an error ``result`` or a plain-text line
 naming an exhausted quota ("You have exhausted your capacity on this model. Your quota
 will reset after 4h28m20s.", "Quota exceeded … Please retry in 42s", ``RESOURCE_EXHAUSTED``,
-``"retryDelay": "58s"``); never an attempt the CLI retried by itself ("Attempt 1 failed: …
-Retrying after 5042ms...").
+``"retryDelay": "58s"``), its reset read wherever the failure output gives one (the daily
+quota's "Please retry in 7200s." is only in the stack trace on stderr); never an attempt
+the CLI retried by itself ("Attempt 1 failed: … Retrying after 5042ms...", with the stack
+trace that may follow it). A daily quota, exhausted capacity or a reset over five minutes
+away is a usage window; a shorter or unnamed wait, a per-minute rate limit.
+
+Retry notices: the stderr lines ending an attempt the CLI retries itself, "Retrying after
+7228060ms..." (the wait) or "Retrying with backoff...".
 
 Reply: the assistant ``message`` deltas of the run's last model turn, concatenated (those
 after the last user ``message``, ``tool_use`` or ``tool_result`` event); text streamed
@@ -65,7 +71,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -76,7 +82,9 @@ from canopy.platforms.base import (
     HarnessConversation,
     Invocation,
     JsonLinesPlatform,
+    RetryNotice,
     UsageLimit,
+    _split_output,
     first_line,
     json_event,
     json_events,
@@ -107,15 +115,25 @@ _LIMIT_TEXT = re.compile(
     re.IGNORECASE,
 )
 _RESET = re.compile(
-    r"(?:reset after|retry in|retryDelay\W*)\s*"
+    r"(?:reset after|retry (?:in|after)|retryDelay\W*)\s*"
     r"(?P<duration>\d[\d.]*\s*(?:[hms]+\s*\d[\d.]*\s*)*[hms]+)",
     re.IGNORECASE,
 )
-# Gemini CLI retries quota and capacity errors itself, logging each failed attempt
-# ("Attempt 1 failed: … Retrying after 5042ms...", over several lines when the error has
-# them); only the error it gives up on is the run's failure.
+_USAGE_WINDOW = re.compile(
+    r"TerminalQuotaError|exhausted your (?:capacity|quota|daily quota)|daily [\w.-]* ?quota",
+    re.IGNORECASE,
+)
+_LONGEST_RETRY = timedelta(seconds=300)
+"""Gemini CLI retries a quota error itself when the API asks for at most this wait (its
+``MAX_RETRYABLE_DELAY_SECONDS``); a longer one is a window it gives up on."""
+# Gemini CLI retries quota, capacity, 5xx and network errors itself, logging each failed
+# attempt ("Attempt 1 failed: … Retrying after 5042ms...", over several lines when the
+# error has them, then for some the error's stack trace: "at …" frames and the error's
+# fields in braces); only the error it gives up on is the run's failure.
 _RETRY_START = re.compile(r"^Attempt \d+ failed\b")
 _RETRY_END = re.compile(r"\bRetrying\b")
+_RETRY_NOTICE = re.compile(r"\bRetrying (?:after (?P<ms>\d+)ms|with backoff)\.\.\.")
+_STACK_FRAME = "at "
 _TERMINAL_QUOTA = "TerminalQuotaError"
 _CHAT_FILE = re.compile(r"session-.+\.jsonl?")
 _PROJECT_ID = re.compile(r"[a-z0-9-]+")
@@ -202,26 +220,60 @@ class GeminiPlatform(JsonLinesPlatform):
             return str_field(event.get("error"), "message")
         return None
 
+    def usage_limit(self, output: str, now: datetime) -> UsageLimit | None:
+        """The limit as every adapter reads it, its reset taken from any of the run's
+        failure texts when the one naming the limit gives none: Gemini CLI reports its
+        daily quota as "You have exhausted your daily quota on this model." and prints the
+        API's "Please retry in 7200s." only in that error's stack trace, on stderr."""
+        found = super().usage_limit(output, now)
+        if found is None or found.reset_at is not None:
+            return found
+        events, plain = _split_output(output)
+        texts = [*filter(None, map(self.error_text, events)), *self.failure_lines(plain)]
+        delay = next((wait for wait in map(_reset_delay, texts) if wait is not None), None)
+        if delay is None:
+            return found
+        usage = found.kind == "usage" or delay > _LONGEST_RETRY
+        return UsageLimit(now + delay, found.message, "usage" if usage else "rate")
+
     def limit_in_text(self, text: str, now: datetime) -> UsageLimit | None:
-        """An exhausted-quota message, with "reset after"/"retry in" as the reset."""
+        """An exhausted-quota message, with "reset after"/"retry in" as the reset: a usage
+        window when it names a daily quota or exhausted capacity or its reset is over five
+        minutes away, else an API rate limit (Gemini CLI's own split)."""
         if not _LIMIT_TEXT.search(text):
             return None
-        found = _RESET.search(text)
-        delay = parse_duration(found["duration"]) if found else None
-        return UsageLimit(now + delay if delay is not None else None, first_line(text))
+        delay = _reset_delay(text)
+        usage = _USAGE_WINDOW.search(text) or (delay is not None and delay > _LONGEST_RETRY)
+        reset = now + delay if delay is not None else None
+        return UsageLimit(reset, first_line(text), "usage" if usage else "rate")
 
     def failure_lines(self, plain: list[str]) -> list[str]:
-        """The plain lines without the retried attempts Gemini CLI recovers from by itself."""
+        """The plain lines without the retried attempts Gemini CLI recovers from by itself,
+        their stack traces included."""
         kept: list[str] = []
         retrying: list[str] = []
+        trace: int | None = None  # inside a retried attempt's trace: its open braces
         for text in plain:
+            if trace is not None and (trace > 0 or text.startswith(_STACK_FRAME)):
+                trace += _nesting(text)
+                continue
+            trace = None
             if retrying or _RETRY_START.match(text):
                 retrying.append(text)
                 if _RETRY_END.search(text):
-                    retrying = []
+                    retrying, trace = [], _nesting(text)
             else:
                 kept.append(text)
         return kept + retrying  # an attempt never retried is the failure after all
+
+    def retry_notice(self, line: str) -> RetryNotice | None:
+        """The stderr line ending an attempt Gemini CLI retries by itself: "… Retrying
+        after 7228060ms..." (the wait) or "… Retrying with backoff..." (none named)."""
+        found = _RETRY_NOTICE.search(line) if json_event(line) is None else None
+        if found is None:
+            return None
+        wait = timedelta(milliseconds=int(found["ms"])) if found["ms"] else None
+        return RetryNotice(first_line(line), wait)
 
     def limit_in_events(self, events: list[dict[str, Any]]) -> UsageLimit | None:
         """An error ``result`` whose ``error.type`` is ``TerminalQuotaError``."""
@@ -306,6 +358,17 @@ def read_only_policy() -> Path:
         written.write_text(READ_ONLY_POLICY, encoding="utf-8")
         written.replace(path)
     return path
+
+
+def _reset_delay(text: str) -> timedelta | None:
+    """The wait a failure text names ("reset after 2h0m0s", "retry in 42s", "retryDelay")."""
+    found = _RESET.search(text)
+    return parse_duration(found["duration"]) if found else None
+
+
+def _nesting(text: str) -> int:
+    """How a line of a printed error changes its brace depth (``cause: {`` / ``},``)."""
+    return int(text.endswith(("{", "["))) - int(text.startswith(("}", "]")))
 
 
 def _gemini_dir() -> Path | None:
