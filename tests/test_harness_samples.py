@@ -402,6 +402,60 @@ def test_gemini_retry_notices_are_only_the_clis_own_lines() -> None:
     assert [get_platform("gemini").retry_notice(text) for text in lines] == [None] * 4
 
 
+def gemini_call(
+    tool_id: str, name: str, error: tuple[str, str] | None, **params: str
+) -> list[dict[str, object]]:
+    """A ``tool_use`` and its ``tool_result``: a success, or ``error`` (type, message)."""
+    use: dict[str, object] = {
+        "type": "tool_use",
+        "tool_name": name,
+        "tool_id": tool_id,
+        "parameters": params,
+    }
+    result: dict[str, object] = {"type": "tool_result", "tool_id": tool_id, "status": "success"}
+    if error is not None:
+        kind, message = error
+        result |= {
+            "status": "error",
+            "output": message,
+            "error": {"type": kind, "message": message},
+        }
+    return [use, result]
+
+
+def test_gemini_denials_name_each_refused_call() -> None:
+    """Refused: a tool not offered at this level, a policy denial, a path outside the
+    workspace. A tool that merely failed is not a denial."""
+    output = events(
+        *gemini_call("1", "read_file", None, file_path="a.py"),
+        *gemini_call(
+            "2",
+            "write_file",
+            ("tool_not_registered", 'Tool "write_file" not found.'),
+            file_path="out.txt",
+        ),
+        *gemini_call(
+            "3",
+            "run_shell_command",
+            ("policy_violation", "Tool execution denied by policy."),
+            command="make \n  test",
+        ),
+        *gemini_call(
+            "4",
+            "write_file",
+            ("invalid_tool_params", 'Path not in workspace: Attempted path "/etc/x"'),
+            file_path="/etc/x",
+        ),
+        *gemini_call("5", "replace", ("edit_no_occurrence_found", "no match"), file_path="b"),
+        *gemini_call("6", "read_file", ("invalid_tool_params", "bad offset"), file_path="c"),
+    )
+    assert get_platform("gemini").denials(output) == [
+        "write_file out.txt (not offered)",
+        "run_shell_command: make test (denied by policy)",
+        "write_file /etc/x (outside the workspace)",
+    ]
+
+
 # ------------------------------------------------------------------- limit_wait
 
 

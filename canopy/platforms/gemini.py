@@ -42,8 +42,10 @@ the CLI retried by itself ("Attempt 1 failed: … Retrying after 5042ms...", wit
 trace that may follow it). A daily quota, exhausted capacity or a reset over five minutes
 away is a usage window; a shorter or unnamed wait, a per-minute rate limit.
 
-Retry notices: the stderr lines ending an attempt the CLI retries itself, "Retrying after
-7228060ms..." (the wait) or "Retrying with backoff...".
+Denials: ``tool_result`` events with status ``error`` whose ``error.type`` says the tool
+was refused: ``tool_not_registered`` (not offered at this level), ``policy_violation``, or
+a path outside the workspace. Retry notices: the stderr lines ending an attempt the CLI
+retries itself, "Retrying after 7228060ms..." (the wait) or "Retrying with backoff...".
 
 Reply: the assistant ``message`` deltas of the run's last model turn, concatenated (those
 after the last user ``message``, ``tool_use`` or ``tool_result`` event); text streamed
@@ -134,6 +136,14 @@ _RETRY_START = re.compile(r"^Attempt \d+ failed\b")
 _RETRY_END = re.compile(r"\bRetrying\b")
 _RETRY_NOTICE = re.compile(r"\bRetrying (?:after (?P<ms>\d+)ms|with backoff)\.\.\.")
 _STACK_FRAME = "at "
+_REFUSALS = {
+    "tool_not_registered": "not offered",
+    "policy_violation": "denied by policy",
+    "path_not_in_workspace": "outside the workspace",
+}
+_OUTSIDE_WORKSPACE = "Path not in workspace"
+_DENIAL_TARGETS = ("file_path", "dir_path", "path", "pattern")
+_MAX_DENIAL = 200
 _TERMINAL_QUOTA = "TerminalQuotaError"
 _CHAT_FILE = re.compile(r"session-.+\.jsonl?")
 _PROJECT_ID = re.compile(r"[a-z0-9-]+")
@@ -275,6 +285,19 @@ class GeminiPlatform(JsonLinesPlatform):
         wait = timedelta(milliseconds=int(found["ms"])) if found["ms"] else None
         return RetryNotice(first_line(line), wait)
 
+    def denials(self, output: str) -> list[str]:
+        """Each refused tool call, in order: ``write_file app.py (not offered)``,
+        ``run_shell_command: make (denied by policy)``; the call's name and arguments come
+        from its ``tool_use`` event."""
+        events = json_events(output)
+        calls = {event.get("tool_id"): event for event in events if event.get("type") == "tool_use"}
+        refused = [(event, _refusal(event)) for event in events]
+        return [
+            _denial_line(calls.get(event.get("tool_id"), {}), reason)
+            for event, reason in refused
+            if reason is not None
+        ]
+
     def limit_in_events(self, events: list[dict[str, Any]]) -> UsageLimit | None:
         """An error ``result`` whose ``error.type`` is ``TerminalQuotaError``."""
         for event in events:
@@ -369,6 +392,31 @@ def _reset_delay(text: str) -> timedelta | None:
 def _nesting(text: str) -> int:
     """How a line of a printed error changes its brace depth (``cause: {`` / ``},``)."""
     return int(text.endswith(("{", "["))) - int(text.startswith(("}", "]")))
+
+
+def _refusal(event: dict[str, Any]) -> str | None:
+    """Why a failed ``tool_result`` was refused, or ``None`` for any other event or error."""
+    if event.get("type") != "tool_result" or event.get("status") != "error":
+        return None
+    error = event.get("error")
+    kind = str_field(error, "type") or ""
+    if (str_field(error, "message") or "").startswith(_OUTSIDE_WORKSPACE):
+        kind = "path_not_in_workspace"
+    return _REFUSALS.get(kind)
+
+
+def _denial_line(call: dict[str, Any], reason: str) -> str:
+    """``TOOL: COMMAND (reason)`` or ``TOOL TARGET (reason)``, cut to one short line."""
+    name = str_field(call, "tool_name") or "a tool"
+    arguments = call.get("parameters")
+    command = str_field(arguments, "command")
+    target = next(filter(None, (str_field(arguments, key) for key in _DENIAL_TARGETS)), None)
+    if command is not None:
+        text = f"{name}: {' '.join(command.split())}"
+    else:
+        text = f"{name} {target}" if target else name
+    text = f"{text} ({reason})"
+    return text if len(text) <= _MAX_DENIAL else f"{text[: _MAX_DENIAL - 1]}…"
 
 
 def _gemini_dir() -> Path | None:
