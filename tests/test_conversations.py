@@ -493,6 +493,64 @@ def test_reads_gemini_cli_chats_in_every_layout(homes: Homes, tmp_path: Path) ->
     assert ids(GeminiPlatform().conversations(one)) == [SESSION_C, SESSION_B, SESSION_A]
 
 
+def test_lists_only_the_gemini_sessions_gemini_cli_would_resume(
+    homes: Homes, tmp_path: Path
+) -> None:
+    """Gemini CLI resumes a session only when it holds a real prompt or a reply (text, tool
+    calls or thoughts); anything else it refuses, "No previous sessions found" (exit 42).
+    A resumed run leaves such a file behind, holding only the injected
+    ``<session_context>`` under the resumed id: it must neither be listed nor hide the
+    real one, even when it was updated last."""
+    one, _ = workdirs(tmp_path)
+    project = one.resolve()
+    chats = homes.gemini_dir / "tmp" / "repo" / "chats"
+    chats.mkdir(parents=True)
+    (chats.parent / ".project_root").write_text(str(project))
+    real = gemini_jsonl(SESSION_B, project, "2026-05-01T09:40:00.000Z", "Add a flag")
+    meta, context = real[0], real[1]
+    assert isinstance(meta, dict) and isinstance(context, dict)
+    write_lines(chats / "session-2026-05-01T09-30-7a1d9b63.jsonl", real)
+    later = {
+        **meta,
+        "startTime": "2026-05-01T09:45:00.000Z",
+        "lastUpdated": "2026-05-01T09:45:00.000Z",
+    }
+    write_lines(chats / "session-2026-05-01T09-45-7a1d9b63.jsonl", [later, context])
+
+    def message(kind: str, content: object, **extra: object) -> dict[str, Any]:
+        return {
+            "id": f"{kind}-{content}",
+            "timestamp": "t",
+            "type": kind,
+            "content": content,
+            **extra,
+        }
+
+    unspoken = [
+        {**meta, "sessionId": SESSION_A},
+        context,
+        message("user", "/help"),
+        message("user", [{"text": "?"}]),
+        message("user", "  "),
+        message("gemini", "", thoughts=[], toolCalls=[]),
+        message("info", "Switched model"),
+    ]
+    write_lines(chats / "session-2026-05-02T08-00-5f0c8a52.jsonl", unspoken)
+    tool_call = {"id": "c1", "name": "glob", "args": {"pattern": "*"}}
+    acted = [
+        {**meta, "sessionId": SESSION_C},
+        context,
+        message("gemini", "", toolCalls=[tool_call]),
+    ]
+    write_lines(chats / "session-2026-05-03T08-00-8b2eac74.jsonl", acted)
+
+    listed = GeminiPlatform().conversations(one)
+    assert [(c.conversation_id, c.title) for c in listed] == [
+        (SESSION_B, "Add a flag"),
+        (SESSION_C, ""),
+    ]
+
+
 # ------------------------------------------------------------------------ final replies
 
 

@@ -62,8 +62,9 @@ the root path, and such directories are still read. A ``.json`` file is one obje
 "user" | "gemini" | …, content}]}``; a ``.jsonl`` file is that metadata on its first
 line, then message records (a repeated ``id`` replaces the earlier one), ``{"$set": …}``
 metadata updates and ``{"$rewindTo": id}`` truncations. Subagent sessions and sessions
-without a message are not listed; titles skip slash commands, ``?`` and injected
-``<session_context>``/``<hook_context>`` blocks, as Gemini CLI's own picker does.
+Gemini CLI would not resume are not listed: those without a prompt or reply (a resumed run
+leaves one holding only the injected ``<session_context>``); titles skip slash commands,
+``?`` and injected ``<session_context>``/``<hook_context>`` blocks, as its own picker does.
 """
 
 from __future__ import annotations
@@ -498,9 +499,10 @@ def _session(path: Path, workdir: Path) -> HarnessConversation | None:
         chat.add(record)
     session_id = str_field(chat.meta, "sessionId")
     messages = list(chat.messages.values())
-    spoken = any(message.get("type") in ("user", "gemini") for message in messages)
-    if session_id is None or not spoken or chat.meta.get("kind") == "subagent":
+    if session_id is None or chat.meta.get("kind") == "subagent":
         return None
+    if not any(map(_resumable, messages)):
+        return None  # Gemini CLI refuses it: "No previous sessions found" (exit 42)
     return HarnessConversation(
         conversation_id=session_id,
         workdir=str(workdir),
@@ -522,6 +524,17 @@ def _records(path: Path) -> list[dict[str, Any]] | None:
     if isinstance(whole, dict):
         return [whole]
     return [record for record in map(json_event, text.splitlines()) if record is not None]
+
+
+def _resumable(message: dict[str, Any]) -> bool:
+    """Whether Gemini CLI counts this message as something to resume: a real prompt, or a
+    reply with text, tool calls or thoughts (its ``isResumableMessageRecord``)."""
+    if message.get("type") == "user":
+        return bool(_prompt(message))
+    if message.get("type") != "gemini":
+        return False
+    spoken = "".join(texts(message.get("content"))).strip()
+    return bool(spoken or message.get("toolCalls") or message.get("thoughts"))
 
 
 def _prompt(message: dict[str, Any]) -> str:
