@@ -107,10 +107,10 @@ _OPTIONS: dict[str, dict[str, bool]] = {
         "-m": True,
         "-c": True,
         "--config": True,
-        "--full-auto": False,
         "--skip-git-repo-check": False,
         "--sandbox": True,
         "-s": True,
+        "--add-dir": True,
         "--dangerously-bypass-approvals-and-sandbox": False,
     },
     "gemini": {

@@ -176,38 +176,52 @@ def test_claude_takes_the_chosen_session_id_only_on_a_fresh_run() -> None:
     assert resumed.argv == [*CLAUDE_ARGV, "--resume", "r-1"]
 
 
-def test_codex_argv_fresh_and_resumed() -> None:
+CODEX_FLAGS: dict[Permissions, list[str]] = {
+    "workspace": [
+        *("--sandbox", "workspace-write"),
+        *("--add-dir", ".git"),
+        "--skip-git-repo-check",
+    ],
+    "read-only": ["--sandbox", "read-only", "--skip-git-repo-check"],
+    "full": ["--dangerously-bypass-approvals-and-sandbox"],
+    "cli": [],
+}
+"""Each level's flags, as root and as any other user (tests/test_real_codex.py runs them)."""
+
+
+@pytest.mark.parametrize("permissions", PERMISSION_LEVELS)
+@pytest.mark.parametrize("euid", [0, 1000])
+def test_codex_permission_flags_fresh_and_resumed(
+    permissions: Permissions, euid: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flags go before ``resume`` (which takes them); Codex cannot be given a thread
+    id, so a chosen session id is ignored."""
+    monkeypatch.setattr(os, "geteuid", lambda: euid)
     codex = get_platform("codex")
+    assert not codex.takes_session_id
     fresh = codex.build_invocation(
-        "go", model=None, effort=None, resume_session_id=None, permissions="cli"
+        "go",
+        model=None,
+        effort=None,
+        resume_session_id=None,
+        permissions=permissions,
+        session_id="s-1",
     )
-    assert fresh.argv == ["codex", "exec", "--json", "-"]
+    assert fresh.argv == ["codex", "exec", *CODEX_FLAGS[permissions], "--json", "-"]
     assert fresh.stdin == "go"
     resumed = codex.build_invocation(
-        "go", model="gpt-5", effort="high", resume_session_id="th-1", permissions="cli"
+        "go", model="gpt-5", effort="high", resume_session_id="th-1", permissions=permissions
     )
     assert resumed.argv == [
         "codex",
         "exec",
+        *CODEX_FLAGS[permissions],
         "--json",
-        "--model",
-        "gpt-5",
-        "-c",
-        "model_reasoning_effort=high",
-        "resume",
-        "th-1",
+        *("--model", "gpt-5"),
+        *("-c", "model_reasoning_effort=high"),
+        *("resume", "th-1"),
         "-",
     ]
-
-
-GEMINI_ARGV = ["gemini", "--output-format", "stream-json"]
-GEMINI_POLICY = "<read-only policy>"
-GEMINI_FLAGS: dict[Permissions, list[str]] = {
-    "workspace": ["--skip-trust", "--approval-mode", "yolo"],
-    "full": ["--skip-trust", "--approval-mode", "yolo"],
-    "read-only": ["--skip-trust", "--approval-mode", "default", "--policy", GEMINI_POLICY],
-    "cli": [],
-}
 
 
 def test_gemini_reads_the_prompt_on_stdin_and_ignores_effort() -> None:
@@ -770,7 +784,8 @@ def test_executable_override_and_extra_args(home: Path) -> None:
     write_config(
         home,
         '[platforms.claude]\nexecutable = "/opt/bin/claude"\n'
-        '[platforms.codex]\nexecutable = ["npx", "codex"]\nextra_args = ["--full-auto"]\n',
+        '[platforms.codex]\nexecutable = ["npx", "codex"]\n'
+        'extra_args = ["--enable", "web_search"]\n',
     )
     claude = (
         get_platform("claude")
@@ -779,9 +794,12 @@ def test_executable_override_and_extra_args(home: Path) -> None:
     )
     assert claude[:2] == ["/opt/bin/claude", "-p"]
     codex = get_platform("codex").build_invocation(
-        "go", model=None, effort=None, resume_session_id=None, permissions="cli"
+        "go", model=None, effort=None, resume_session_id=None, permissions="read-only"
     )
-    assert codex.argv == ["npx", "codex", "exec", "--full-auto", "--json", "-"]
+    assert codex.argv == [
+        *("npx", "codex", "exec", "--enable", "web_search"),
+        *("--sandbox", "read-only", "--skip-git-repo-check", "--json", "-"),
+    ]
     gemini = (
         get_platform("gemini")
         .build_invocation("go", model=None, effort=None, resume_session_id=None, permissions="cli")
@@ -883,6 +901,23 @@ def test_fake_claude_takes_each_level_and_the_chosen_session(
     assert done.returncode == 0, done.stderr
     ids = {claude.session_id_from_line(text) for text in done.stdout.splitlines()}
     assert ids - {None} == {"0f8fad5b-d9cb-469f-a165-70867728950e"}
+
+
+@pytest.mark.parametrize("permissions", PERMISSION_LEVELS)
+def test_fake_codex_takes_each_level_fresh_and_resumed(
+    permissions: Permissions, home: Path, tmp_path: Path
+) -> None:
+    """The fake accepts the permission flags, before ``resume`` too, as the real CLI does."""
+    use_fake_agent(home)
+    codex = get_platform("codex")
+    for resume in (None, "th-1"):
+        invocation = codex.build_invocation(
+            "go", model=None, effort=None, resume_session_id=resume, permissions=permissions
+        )
+        done = subprocess.run(
+            invocation.argv, input=invocation.stdin, cwd=tmp_path, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize("name", HARNESSES)

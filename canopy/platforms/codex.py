@@ -1,8 +1,26 @@
 """OpenAI Codex CLI (``codex exec``) with ``--json`` event output.
 
-argv: ``codex exec --json [--model M] [-c model_reasoning_effort=E] -``, and to resume
-``codex exec --json [...] resume ID -``; ``-`` makes Codex read the prompt on stdin, so
-neither its size nor its first word (``-x``, ``resume``) can break the launch.
+argv: ``codex exec [PERMISSION FLAGS] --json [--model M] [-c model_reasoning_effort=E]
+[resume ID] -``; ``-`` makes Codex read the prompt on stdin, so neither its size nor its
+first word (``-x``, ``resume``) can break the launch. ``codex exec`` never asks for
+approval (it forces the ``never`` policy): what is not allowed is refused, and the run
+goes on. Codex cannot be given a thread id, so a fresh run's id is read from its output.
+
+Permissions (:mod:`canopy.permissions`), the same as root and as any other user; checked
+against the real CLI (0.171.0) in ``tests/test_real_codex.py``:
+
+- ``workspace``: ``--sandbox workspace-write --add-dir .git --skip-git-repo-check``. The
+  patch tool writes only in the workdir; commands run in Codex's Linux sandbox (bundled
+  bubblewrap namespaces and a seccomp filter), which lets them write only in the workdir,
+  ``/tmp`` and ``$TMPDIR``, and reach no network. Codex keeps a writable root's ``.git`` read-only;
+  ``--add-dir .git`` makes it writable so the agent can commit (Canopy's dirty-tree guard
+  wants each spec committed). In a linked worktree (``.git`` is a file) commits still fail.
+- ``read-only``: ``--sandbox read-only --skip-git-repo-check``: patches are rejected and
+  commands run in the sandbox with nothing writable and no network, so they can read and
+  nothing else.
+- ``full``: ``--dangerously-bypass-approvals-and-sandbox``: no sandbox, no checks.
+- ``cli``: no flags; the CLI's own settings decide (and it refuses a workdir that is not a
+  git repository).
 
 Session id: ``thread_id`` of the ``thread.started`` event. Usage limit: the message of an
 ``error`` or ``turn.failed`` event (or a plain-text line) saying "You've hit your usage
@@ -71,6 +89,12 @@ _TRY_AT = re.compile(
     re.IGNORECASE,
 )
 _TRY_IN = re.compile(r"try again in\s+(?P<duration>[^.!\n]+)", re.IGNORECASE)
+_PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
+    "workspace": ("--sandbox", "workspace-write", "--add-dir", ".git", "--skip-git-repo-check"),
+    "read-only": ("--sandbox", "read-only", "--skip-git-repo-check"),
+    "full": ("--dangerously-bypass-approvals-and-sandbox",),
+    "cli": (),
+}
 _ROLLOUTS = "[0-9][0-9][0-9][0-9]/[0-9][0-9]/[0-9][0-9]/rollout-*.jsonl"
 # Context Codex injects as user messages: a whole text wrapped in one tag
 # (<environment_context>…</environment_context>, <user_instructions>, <skill>, …) or the
@@ -102,13 +126,15 @@ class CodexPlatform(JsonLinesPlatform):
         permissions: Permissions,
         session_id: str | None = None,
     ) -> Invocation:
-        """``codex exec --json [options] [resume ID] -``, the prompt on stdin."""
+        """``codex exec [permission flags] --json [options] [resume ID] -``, the prompt
+        on stdin; the flags go before ``resume``, which takes them as well."""
         effort_override = f"model_reasoning_effort={effort}" if effort else None
         resume = ["resume", resume_session_id] if resume_session_id else []
         argv = [
             *self.executable,
             "exec",
             *self.extra_args,
+            *_PERMISSION_FLAGS[permissions],
             "--json",
             *option("--model", model),
             *option("-c", effort_override),
