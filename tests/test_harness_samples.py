@@ -291,6 +291,43 @@ def test_codex_no_false_alarms() -> None:
     )
 
 
+def codex_retried(why: str, final: str) -> list[str | Mapping[str, object]]:
+    """Codex 0.171 retrying a failed request five times by itself, then giving up."""
+    retries = [{"type": "error", "message": f"Reconnecting... {n}/5 ({why})"} for n in range(1, 6)]
+    return [{"type": "turn.started"}, *retries, *codex_failure(final)]
+
+
+RATE_LIMITED_STREAM = (
+    "rate limit exceeded: Rate limit reached for gpt-5.5. Please try again in 11.054s."
+)
+HTTP_429 = "exceeded retry limit, last status: 429 Too Many Requests"
+
+
+@pytest.mark.parametrize(
+    ("output", "found"),
+    [
+        (codex_retried(HTTP_429, HTTP_429), UsageLimit(None, HTTP_429, "rate")),
+        (
+            codex_retried(RATE_LIMITED_STREAM, RATE_LIMITED_STREAM),
+            UsageLimit(NOW + timedelta(seconds=11.054), RATE_LIMITED_STREAM, "rate"),
+        ),
+        (codex_retried(HTTP_429, "stream disconnected before completion"), None),
+        (
+            codex_retried("exceeded retry limit, last status: 500 Internal Server Error", "boom"),
+            None,
+        ),
+        ([*codex_retried(HTTP_429, HTTP_429)[:3], {"type": "turn.completed", "usage": {}}], None),
+    ],
+)
+def test_codex_api_key_rate_limits_after_its_own_retries(
+    output: list[str | Mapping[str, object]], found: UsageLimit | None
+) -> None:
+    """An API key's 429 (``retry-after``) or a stream's ``rate_limit_exceeded``: a rate
+    limit, worded by the failure Codex gave up on, not its retry notices; a retry that
+    recovered, or a server error, is none."""
+    assert limit("codex", *output) == found
+
+
 # ----------------------------------------------------------------- gemini shapes
 
 

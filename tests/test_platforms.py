@@ -577,6 +577,38 @@ def test_codex_no_false_positives() -> None:
     assert limit("codex", *codex_failure("stream disconnected before completion")) is None
 
 
+# --------------------------------------------------------- codex denials and retries
+
+
+@pytest.mark.parametrize(
+    ("message", "wait"),
+    [
+        ("Reconnecting... 1/5 (exceeded retry limit, last status: 429 Too Many Requests)", None),
+        (
+            "Reconnecting... 3/5 (We\u2019re currently experiencing high demand, which may "
+            "cause temporary errors.)",
+            None,
+        ),
+        (
+            "Reconnecting... 2/5 (rate limit exceeded: Rate limit reached for gpt-5.5. Please "
+            "try again in 11.054s.)",
+            timedelta(seconds=11.054),
+        ),
+        ("Reconnecting... waiting for network (Connection failed: error sending request)", None),
+    ],
+)
+def test_codex_reconnects_are_retry_notices(message: str, wait: timedelta | None) -> None:
+    """0.171's own retries: ``error`` events on stdout, while it tries again by itself."""
+    codex = get_platform("codex")
+    notice = line({"type": "error", "message": message})
+    assert codex.retry_notice(notice) == RetryNotice(message, wait)
+    assert not codex.is_progress(notice)
+    given_up = line({"type": "error", "message": "exceeded retry limit, last status: 429"})
+    said = line({"type": "item.completed", "item": {"type": "agent_message", "text": message}})
+    for other in (given_up, said, '{"type":"turn.started"}', message, ""):
+        assert codex.retry_notice(other) is None
+
+
 # ------------------------------------------------------------------ gemini limits
 
 

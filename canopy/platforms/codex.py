@@ -26,7 +26,14 @@ Session id: ``thread_id`` of the ``thread.started`` event. Usage limit: the mess
 ``error`` or ``turn.failed`` event (or a plain-text line) saying "You've hit your usage
 limit. … try again at 3:05 PM." (local time; ``Sep 18th, 2025 3:05 PM`` when the reset is
 on another day) or, in older releases, "… try again in 2 hours 5 minutes."; a hard quota
-("Quota exceeded. Check your plan and billing details.") is a limit with no reset.
+("Quota exceeded. Check your plan and billing details.") is a limit with no reset. An API
+key's rate limit is ``exceeded retry limit, last status: 429 Too Many Requests`` (after
+five retries) or ``rate limit exceeded: … Please try again in 11.054s.``: a ``rate``
+limit.
+
+Retries: Codex retries a failed request itself and says so in ``error`` events,
+``Reconnecting... 2/5 (<why>)`` (five times, then the turn fails) and, when it cannot
+connect at all, ``Reconnecting... waiting for network (<why>)`` for as long as it runs.
 
 Reply: the ``text`` of the last ``item.completed`` item of type ``agent_message``.
 
@@ -53,6 +60,7 @@ from canopy.platforms.base import (
     HarnessConversation,
     Invocation,
     JsonLinesPlatform,
+    RetryNotice,
     UsageLimit,
     first_line,
     json_event,
@@ -89,6 +97,14 @@ _TRY_AT = re.compile(
     re.IGNORECASE,
 )
 _TRY_IN = re.compile(r"try again in\s+(?P<duration>[^.!\n]+)", re.IGNORECASE)
+# An API key's rate limit: the HTTP 429 after Codex's five retries, or a stream's
+# ``rate_limit_exceeded`` failure ("… Please try again in 11.054s.").
+_RATE_TEXT = re.compile(
+    r"exceeded retry limit, last status: 429|rate limit exceeded", re.IGNORECASE
+)
+_RETRY_DELAY = re.compile(r"try again in (?P<delay>\d+(?:\.\d+)?\s*m?s)\b", re.IGNORECASE)
+# "Reconnecting... 2/5 (…)" and "Reconnecting... waiting for network (…)".
+_RECONNECTING = re.compile(r"Reconnecting\.\.\.\s")
 _PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "workspace": ("--sandbox", "workspace-write", "--add-dir", ".git", "--skip-git-repo-check"),
     "read-only": ("--sandbox", "read-only", "--skip-git-repo-check"),
@@ -155,19 +171,35 @@ class CodexPlatform(JsonLinesPlatform):
         return event.get("type") == "turn.completed"
 
     def error_text(self, event: dict[str, Any]) -> str | None:
-        """The message of an ``error`` event or of a ``turn.failed`` event's ``error``."""
+        """The message of an ``error`` event or of a ``turn.failed`` event's ``error``;
+        a ``Reconnecting...`` notice is a retry, not a failure."""
         if event.get("type") == "error":
-            return str_field(event, "message")
+            message = str_field(event, "message")
+            return None if message is None or _RECONNECTING.match(message) else message
         if event.get("type") == "turn.failed":
             return str_field(event.get("error"), "message")
         return None
 
     def limit_in_text(self, text: str, now: datetime) -> UsageLimit | None:
         """A "you've hit your usage limit" message, reset "at <time>" or "in <duration>";
-        a hard quota ("Quota exceeded. Check your plan …") is a limit with no reset."""
-        if not _LIMIT_TEXT.search(text):
+        a hard quota ("Quota exceeded. Check your plan …") is a limit with no reset. An
+        API key's rate limit is a ``rate`` limit, reset when it names a delay."""
+        if _LIMIT_TEXT.search(text):
+            return UsageLimit(_reset(text, now), first_line(text))
+        if _RATE_TEXT.search(text):
+            delay = _retry_delay(text)
+            reset = now + delay if delay is not None else None
+            return UsageLimit(reset, first_line(text), kind="rate")
+        return None
+
+    def retry_notice(self, line: str) -> RetryNotice | None:
+        """An ``error`` event ``Reconnecting... 2/5 (…)`` or ``Reconnecting... waiting for
+        network (…)``; the wait is the delay a rate-limited stream names, if any."""
+        event = json_event(line)
+        message = str_field(event, "message") if event and event.get("type") == "error" else None
+        if message is None or not _RECONNECTING.match(message):
             return None
-        return UsageLimit(_reset(text, now), first_line(text))
+        return RetryNotice(message, _retry_delay(message))
 
     def reply_text(self, output: str) -> str | None:
         """The last completed ``agent_message`` item's text."""
@@ -204,6 +236,12 @@ class CodexPlatform(JsonLinesPlatform):
         except OSError:
             return []
         return newest_first(_thread(path, target) for path in rollouts)
+
+
+def _retry_delay(text: str) -> timedelta | None:
+    """The delay a rate-limit message names ("Please try again in 11.054s"), if any."""
+    found = _RETRY_DELAY.search(text)
+    return parse_duration(found["delay"]) if found else None
 
 
 def _reset(text: str, now: datetime) -> datetime | None:
