@@ -580,6 +580,121 @@ def test_codex_no_false_positives() -> None:
 # --------------------------------------------------------- codex denials and retries
 
 
+CODEX_THREAD = "01a24301-850b-7592-921b-f23dc201bc03"
+CODEX_PATCH = "*** Begin Patch\n*** Add File: app/x.py\n+x\n*** End Patch\n"
+CODEX_REJECTED = (
+    "patch rejected: writing is blocked by read-only sandbox; rejected by user approval settings"
+)
+
+
+def codex_exited(code: int, output: str) -> str:
+    """What the ``exec_command`` tool answers the model when a command has ended."""
+    return (
+        f"Chunk ID: 1f2e3d\nWall time: 0.0000 seconds\nProcess exited with code {code}\n"
+        f"Original token count: 9\nOutput:\n{output}"
+    )
+
+
+def codex_call(call_id: str, output: object, **call: object) -> list[dict[str, object]]:
+    """A tool call and its output, as rollout ``response_item`` payloads."""
+    kind = "custom_tool_call" if "input" in call else "function_call"
+    return [
+        {"type": kind, "call_id": call_id, **call},
+        {"type": f"{kind}_output", "call_id": call_id, "output": output},
+    ]
+
+
+def codex_turn(sandbox: str, *items: dict[str, object]) -> list[dict[str, object]]:
+    """One ``codex exec`` run's records in a rollout: its turn, sandbox and tool calls."""
+    calls: list[dict[str, object]] = [{"type": "response_item", "payload": i} for i in items]
+    return [
+        {"type": "event_msg", "payload": {"type": "task_started", "turn_id": "t"}},
+        {"type": "turn_context", "payload": {"sandbox_policy": {"type": sandbox}}},
+        *calls,
+        {"type": "event_msg", "payload": {"type": "task_complete", "turn_id": "t"}},
+    ]
+
+
+def write_rollout(codex_home: Path, *turns: list[dict[str, object]]) -> None:
+    folder = codex_home / "sessions" / "2026" / "01" / "15"
+    folder.mkdir(parents=True)
+    meta = {"type": "session_meta", "payload": {"id": CODEX_THREAD, "cwd": "/w"}}
+    records = [meta, *(record for turn in turns for record in turn)]
+    path = folder / f"rollout-2026-01-15T12-00-00-{CODEX_THREAD}.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+
+
+def test_codex_denials_are_read_from_the_runs_turn_in_its_rollout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rollout shapes of 0.171 (``--json`` shows none of these): patch and approval
+    rejections, and sandboxed commands failing on a sandbox denial, from the tools and
+    from code mode's ``exec``; only the latest turn (this run's) counts."""
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path))
+    long_command = "cd app &&\n  touch " + "x" * 300
+    denied = "touch: cannot touch 'ran.txt': Read-only file system\n"
+    earlier = codex_turn("workspace-write", *codex_call("c0", CODEX_REJECTED, input=CODEX_PATCH))
+    this_run = codex_turn(
+        "read-only",
+        *codex_call("c1", CODEX_REJECTED, name="apply_patch", input=CODEX_PATCH),
+        *codex_call("c2", codex_exited(1, denied), arguments='{"cmd": "touch ran.txt"}'),
+        *codex_call("c3", codex_exited(1, ""), arguments='{"cmd": "false"}'),
+        *codex_call("c4", codex_exited(0, "Permission denied\n"), arguments='{"cmd": "grep"}'),
+        *codex_call("c5", codex_exited(1, denied), arguments=json.dumps({"cmd": long_command})),
+        *codex_call(
+            "c6",
+            "approval policy is Never; reject command \u2014 you cannot ask for escalated "
+            "permissions if the approval policy is Never",
+            arguments='{"cmd": "touch /opt/x", "sandbox_permissions": "require_escalated"}',
+        ),
+        *codex_call(
+            "c7",
+            [
+                {"type": "input_text", "text": "Script failed\nWall time 0.0 seconds\nOutput:\n"},
+                {"type": "input_text", "text": f"Script error:\n{CODEX_REJECTED}"},
+            ],
+            name="exec",
+            input=f"const r = await tools.apply_patch({json.dumps(CODEX_PATCH)});",
+        ),
+        *codex_call(
+            "c8",
+            [
+                {"type": "input_text", "text": "Script completed\nWall time 0.1 seconds\n"},
+                {"type": "input_text", "text": json.dumps({"exit_code": 1, "output": denied})},
+            ],
+            name="exec",
+            input='const r = await tools.exec_command({"cmd": "touch ran.txt"});',
+        ),
+    )
+    write_rollout(tmp_path, earlier, this_run)
+    output = line({"type": "thread.started", "thread_id": CODEX_THREAD})
+    assert get_platform("codex").denials(output) == [
+        f"app/x.py: {CODEX_REJECTED}",
+        f"touch ran.txt: {denied.strip()}",
+        f"cd app && touch {'x' * 183}…",
+        "touch /opt/x: approval policy is Never; reject command \u2014 you cannot ask for "
+        "escalated permissions if the approval policy is Never",
+        f"app/x.py: {CODEX_REJECTED}",
+        denied.strip(),
+    ]
+    assert get_platform("codex").denials('{"type":"turn.started"}') == []
+    other = line({"type": "thread.started", "thread_id": "01a24301-0000-7000-8000-000000000000"})
+    assert get_platform("codex").denials(other) == []
+
+
+def test_codex_commands_failing_without_a_sandbox_are_not_denials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under ``full`` (``danger-full-access``) nothing is Codex's refusal."""
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path))
+    failed = codex_exited(1, "touch: cannot touch '/etc/x': Permission denied\n")
+    write_rollout(
+        tmp_path, codex_turn("danger-full-access", *codex_call("c1", failed, arguments="{}"))
+    )
+    output = line({"type": "thread.started", "thread_id": CODEX_THREAD})
+    assert get_platform("codex").denials(output) == []
+
+
 @pytest.mark.parametrize(
     ("message", "wait"),
     [

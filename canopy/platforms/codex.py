@@ -35,6 +35,13 @@ Retries: Codex retries a failed request itself and says so in ``error`` events,
 ``Reconnecting... 2/5 (<why>)`` (five times, then the turn fails) and, when it cannot
 connect at all, ``Reconnecting... waiting for network (<why>)`` for as long as it runs.
 
+Denials: ``--json`` prints nothing for a refused command, and a rejected patch only as a
+log line on stderr, so they are read from the thread's rollout (below): in the run's turn,
+each tool output that reports a rejection (``patch rejected: …``, ``… rejected by user
+approval settings``, ``approval policy is Never; reject command …``) and each sandboxed
+command that failed with what Codex itself takes for a sandbox denial (``Read-only file
+system``, ``Operation not permitted``, …), one line each: the file or command, then why.
+
 Reply: the ``text`` of the last ``item.completed`` item of type ``agent_message``.
 
 Conversations: ``$CODEX_HOME`` (default ``~/.codex``) ``/sessions/YYYY/MM/DD/rollout-
@@ -49,7 +56,10 @@ and the other tag-wrapped context blocks). Subagent threads and archived session
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -111,6 +121,18 @@ _PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "full": ("--dangerously-bypass-approvals-and-sandbox",),
     "cli": (),
 }
+# What Codex itself takes for a sandbox denial in a failed command's output
+# (codex-rs sandboxing, ``is_likely_sandbox_denied``).
+_SANDBOX_DENIED = re.compile(
+    r"operation not permitted|permission denied|read-only file system|seccomp|sandbox"
+    r"|landlock|failed to write file",
+    re.IGNORECASE,
+)
+_SANDBOXED = ("read-only", "workspace-write")
+_EXIT_CODE = re.compile(r"^Process exited with code (?P<code>-?\d+)$", re.MULTILINE)
+_PATCHED_FILE = re.compile(r"\*\*\* (?:Add|Update|Delete) File: (?P<path>[^\n\\\"]+)")
+_THREAD_ID = re.compile(r"[0-9A-Za-z-]+")
+_MAX_DENIAL = 200
 _ROLLOUTS = "[0-9][0-9][0-9][0-9]/[0-9][0-9]/[0-9][0-9]/rollout-*.jsonl"
 # Context Codex injects as user messages: a whole text wrapped in one tag
 # (<environment_context>…</environment_context>, <user_instructions>, <skill>, …) or the
@@ -201,6 +223,17 @@ class CodexPlatform(JsonLinesPlatform):
             return None
         return RetryNotice(message, _retry_delay(message))
 
+    def denials(self, output: str) -> list[str]:
+        """What this run's turn was refused, read from its thread's rollout (``--json``
+        leaves refused commands out): one line per rejected tool call or sandboxed
+        command that failed on a sandbox denial, naming the file or command first."""
+        ids = map(self.session_id_from_line, reversed(output.splitlines()))
+        thread_id = next(filter(None, ids), None)
+        rollout = _rollout(thread_id) if thread_id else None
+        if rollout is None:
+            return []
+        return list(_turn_denials(_last_turn(rollout)))
+
     def reply_text(self, output: str) -> str | None:
         """The last completed ``agent_message`` item's text."""
         for event in reversed(json_events(output)):
@@ -242,6 +275,110 @@ def _retry_delay(text: str) -> timedelta | None:
     """The delay a rate-limit message names ("Please try again in 11.054s"), if any."""
     found = _RETRY_DELAY.search(text)
     return parse_duration(found["delay"]) if found else None
+
+
+def _rollout(thread_id: str) -> Path | None:
+    """The rollout file of ``thread_id`` under ``$CODEX_HOME/sessions``, if there is one."""
+    home = harness_home("CODEX_HOME", ".codex")
+    if home is None or not _THREAD_ID.fullmatch(thread_id):
+        return None
+    pattern = _ROLLOUTS.replace("rollout-*", f"rollout-*-{thread_id}")
+    try:
+        return next((home / "sessions").glob(pattern), None)
+    except OSError:
+        return None
+
+
+def _last_turn(rollout: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The records (type and payload) of the rollout's last turn, one ``codex exec`` run
+    each, resumed or not: everything from its last ``task_started`` event on."""
+    turn: list[tuple[str, dict[str, Any]]] = []
+    for record in iter_jsonl(rollout):
+        kind, payload = str(record.get("type")), record.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        if kind == "event_msg" and payload.get("type") == "task_started":
+            turn = []
+        turn.append((kind, payload))
+    return turn
+
+
+def _turn_denials(turn: list[tuple[str, dict[str, Any]]]) -> Iterator[str]:
+    """One line per refused tool call in ``turn``: what was refused, then why."""
+    sandboxed = any(
+        kind == "turn_context" and str_field(payload.get("sandbox_policy"), "type") in _SANDBOXED
+        for kind, payload in turn
+    )
+    items = [payload for kind, payload in turn if kind == "response_item"]
+    calls = {
+        str(item.get("call_id")): item
+        for item in items
+        if item.get("type") in ("function_call", "custom_tool_call")
+    }
+    for item in items:
+        if item.get("type") not in ("function_call_output", "custom_tool_call_output"):
+            continue
+        call = calls.get(str(item.get("call_id")), {})
+        for why in _refusals(texts(item.get("output")), sandboxed):
+            what = _refused(call, why)
+            yield _one_line(f"{what}: {why}" if what else why)
+
+
+def _refusals(pieces: list[str], sandboxed: bool) -> Iterator[str]:
+    """Why a tool call's output says it was refused: the sandbox denial a failed
+    sandboxed command printed (``exec_command`` answers a text with ``Process exited with
+    code``, code mode one JSON result per nested command), else a rejection line."""
+    for piece in pieces:
+        results = list(_command_results(piece))
+        if not results:
+            yield from (line.strip() for line in piece.splitlines() if _is_rejection(line))
+        for code, text in results:
+            denied = _SANDBOX_DENIED.search(text) if sandboxed and code != 0 else None
+            if denied is not None:
+                yield first_line(text[text.rfind("\n", 0, denied.start()) + 1 :])
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line (a command may span several), cut to :data:`_MAX_DENIAL`."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _MAX_DENIAL else f"{flat[: _MAX_DENIAL - 1]}…"
+
+
+def _is_rejection(line: str) -> bool:
+    """``patch rejected: …``, ``… rejected by user approval settings``, ``approval
+    policy is Never; reject command …``: a tool call Codex refused to run."""
+    lowered = line.lower()
+    return "reject" in lowered and ("approval" in lowered or "sandbox" in lowered)
+
+
+def _command_results(piece: str) -> Iterator[tuple[int, str]]:
+    """The exit code and output of each command result in a tool output piece."""
+    exited = _EXIT_CODE.search(piece)
+    if exited is not None:
+        yield int(exited["code"]), piece.partition("\nOutput:\n")[2]
+        return
+    result = json_event(piece)
+    if result is not None and isinstance(result.get("exit_code"), int):
+        yield result["exit_code"], str(result.get("output", ""))
+
+
+def _refused(call: dict[str, Any], why: str) -> str:
+    """What a refused call was: the files a patch names, or a command's command line
+    (code mode's JavaScript is neither; its refusal line names the path itself)."""
+    tool_input = call.get("input")
+    if isinstance(tool_input, str):
+        files = [found["path"].strip() for found in _PATCHED_FILE.finditer(tool_input)]
+        return ", ".join(files) if "patch" in why.lower() else ""
+    try:
+        arguments = json.loads(str(call.get("arguments") or "{}"))
+    except ValueError:
+        return ""
+    command = (
+        arguments.get("cmd") or arguments.get("command") if isinstance(arguments, dict) else None
+    )
+    if isinstance(command, list):
+        return shlex.join(map(str, command))
+    return command if isinstance(command, str) else ""
 
 
 def _reset(text: str, now: datetime) -> datetime | None:
