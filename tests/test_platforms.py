@@ -224,6 +224,16 @@ def test_codex_permission_flags_fresh_and_resumed(
     ]
 
 
+GEMINI_ARGV = ["gemini", "--output-format", "stream-json"]
+GEMINI_POLICY = "<read-only policy>"
+GEMINI_FLAGS: dict[Permissions, list[str]] = {
+    "workspace": ["--skip-trust", "--approval-mode", "yolo"],
+    "full": ["--skip-trust", "--approval-mode", "yolo"],
+    "read-only": ["--skip-trust", "--approval-mode", "default", "--policy", GEMINI_POLICY],
+    "cli": [],
+}
+
+
 def test_gemini_reads_the_prompt_on_stdin_and_ignores_effort() -> None:
     gemini = get_platform("gemini")
     fresh = gemini.build_invocation(
