@@ -419,9 +419,10 @@ def test_gemini_failure_lines_leave_out_retried_attempts_and_their_traces() -> N
         (
             "Attempt 1 failed: You have exhausted your capacity on this model. Your quota will "
             "reset after 2h0m0s.. Retrying after 7228060ms...",
-            timedelta(milliseconds=7228060),
+            timedelta(hours=2),  # the reset it names, not the CLI's jittered sleep
         ),
-        ("Suggested retry after 25s.. Retrying after 29364ms...", timedelta(milliseconds=29364)),
+        ("Suggested retry after 25s.. Retrying after 29364ms...", timedelta(seconds=25)),
+        ("Attempt 1 failed: overloaded. Retrying after 5042ms...", timedelta(milliseconds=5042)),
         ("Attempt 1 failed with status 429. Retrying with backoff... _ApiError: {}", None),
         ("Attempt 2 failed. Retrying with backoff... Error: fetch failed sending request", None),
     ],

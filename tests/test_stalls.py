@@ -103,7 +103,9 @@ def test_stall_minutes_is_checked_where_it_is_written(
             validate_definition({"name": "g", "workdir": "/w", "nodes": [bad]})
         assert f"nodes[0].stall_minutes (node a): {problem}" in refused.value.message
     command = {"name": "c", "command": "true", "stall_minutes": 5}
-    with pytest.raises(Refused, match="stall_minutes, permissions and on_denial apply to agent nodes only"):
+    with pytest.raises(
+        Refused, match="stall_minutes, permissions and on_denial apply to agent nodes only"
+    ):
         validate_definition({"name": "g", "workdir": "/w", "nodes": [command]})
 
 

@@ -69,9 +69,14 @@ class PlatformReport:
     """``None``: the CLI cannot tell without a model call (or was not checked)."""
     levels: list[LevelReport] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    """One line each: what is wrong and the fix."""
-    blocking: bool = False
-    """Whether a problem would stop a run."""
+    """What would stop a run, one line each with the fix."""
+    warnings: list[str] = field(default_factory=list)
+    """What works but deserves a look (an untested version, no sandbox), each with a fix."""
+
+    @property
+    def blocking(self) -> bool:
+        """Whether a problem would stop a run."""
+        return bool(self.problems)
 
 
 @dataclass
@@ -83,7 +88,11 @@ class DoctorReport:
     ok: bool
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every field, each platform's ``blocking`` included."""
+        shown = asdict(self)
+        for platform, checked in zip(shown["platforms"], self.platforms, strict=True):
+            platform["blocking"] = checked.blocking
+        return shown
 
 
 def doctor(store: Store | Rows) -> DoctorReport:
@@ -229,7 +238,7 @@ def _check_version(report: PlatformReport, checks: CliChecks) -> None:
         )
     elif checks.tested and report.version not in checks.tested:
         tested = ", ".join(checks.tested)
-        report.problems.append(
+        report.warnings.append(
             f"version {report.version} is not one Canopy's tests ran ({tested}); it may "
             f"print or refuse what Canopy does not expect; fix: install {tested} to be sure"
         )
@@ -244,6 +253,9 @@ def _check_argv(report: PlatformReport, checks: CliChecks, level: LevelReport) -
         level.accepted = None
         return
     level.accepted = bool(checks.accepted.search(output))
+    for pattern, warning in checks.warnings:
+        if pattern.search(output) and warning not in report.warnings:
+            report.warnings.append(warning)
     if not level.accepted:
         said = first_line(output, 200) or "no output"
         _problem(
@@ -267,7 +279,6 @@ def _check_auth(report: PlatformReport, checks: CliChecks) -> None:
 
 def _problem(report: PlatformReport, text: str) -> None:
     report.problems.append(text)
-    report.blocking = True
 
 
 def _run(argv: list[str]) -> tuple[str, int | None]:
@@ -311,6 +322,7 @@ def report_lines(report: DoctorReport) -> list[str]:
             if level.argv is not None:
                 lines.append(f"    {shlex.join(level.argv)}")
         lines.extend(f"  problem: {problem}" for problem in checked.problems)
+        lines.extend(f"  warning: {warning}" for warning in checked.warnings)
     blocking = [checked.platform for checked in report.platforms if checked.blocking]
     lines.append("")
     lines.append(

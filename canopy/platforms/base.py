@@ -110,6 +110,9 @@ class CliChecks:
     signed_out: re.Pattern[str] | None = None
     tested: tuple[str, ...] = ()
     """The versions Canopy's tests ran (``package.json`` pins them)."""
+    warnings: tuple[tuple[re.Pattern[str], str], ...] = ()
+    """What the argv check may print that works but deserves a warning, each with the
+    warning to give (a sandbox the CLI could not start, say)."""
 
 
 @dataclass(frozen=True)
@@ -336,7 +339,7 @@ class JsonLinesPlatform(Platform, ABC):
     def usage_limit(self, output: str, now: datetime) -> UsageLimit | None:
         """The structured limit, worded (and timed, if it gave no reset) by the failure text;
         a rate limit when either says so (only a rate limit words itself as one)."""
-        events, plain = _split_output(output)
+        events, plain = split_output(output)
         if any(self.succeeded(event) for event in events):
             return None
         texts = [text for text in map(self.error_text, events) if text]
@@ -391,7 +394,7 @@ class JsonLinesPlatform(Platform, ABC):
         """The built-in harnesses keep a readable history, so they always answer a list."""
 
 
-def _split_output(output: str) -> tuple[list[dict[str, Any]], list[str]]:
+def split_output(output: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The JSON events and the non-blank plain-text lines of a run's output."""
     events: list[dict[str, Any]] = []
     plain: list[str] = []

@@ -129,6 +129,11 @@ on stderr and runs at its default effort, so a typo would go unnoticed in a node
 TESTED_VERSIONS = ("2.1.332",)
 """The Claude Code releases Canopy's tests ran (``package.json`` pins the same)."""
 _NO_PROMPT = re.compile(r"Input must be provided either through stdin or as a prompt argument")
+_SANDBOX_DISABLED = re.compile(r"Sandbox disabled")
+_NO_SANDBOX = (
+    "workspace commands run without a sandbox (Claude Code needs bubblewrap and socat on "
+    "Linux); fix: install them (Debian: apt install bubblewrap socat)"
+)
 """What ``claude -p`` says once it has accepted its options and finds no prompt."""
 _SANDBOX = '{"sandbox":{"enabled":true,"allowUnsandboxedCommands":false}}'
 """``--settings`` for ``workspace``: commands run in Claude Code's sandbox where it can
@@ -274,6 +279,7 @@ class ClaudePlatform(JsonLinesPlatform):
             auth=[*self.executable, "auth", "status", "--json"],
             signed_in=_logged_in,
             tested=TESTED_VERSIONS,
+            warnings=((_SANDBOX_DISABLED, _NO_SANDBOX),),
         )
 
     def succeeded(self, event: dict[str, Any]) -> bool:

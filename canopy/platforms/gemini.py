@@ -82,17 +82,18 @@ from canopy.errors import Refused
 from canopy.paths import canopy_home
 from canopy.permissions import Permissions
 from canopy.platforms.base import (
+    CliChecks,
     HarnessConversation,
     Invocation,
     JsonLinesPlatform,
     RetryNotice,
     UsageLimit,
-    _split_output,
     first_line,
     json_event,
     json_events,
     nonblank,
     option,
+    split_output,
     str_field,
 )
 from canopy.platforms.history import (
@@ -135,6 +136,10 @@ _LONGEST_RETRY = timedelta(seconds=300)
 # fields in braces); only the error it gives up on is the run's failure.
 _RETRY_START = re.compile(r"^Attempt \d+ failed\b")
 _RETRY_END = re.compile(r"\bRetrying\b")
+TESTED_VERSIONS = ("0.61.0",)
+"""The Gemini CLI releases Canopy's tests ran (package.json pins the first)."""
+_NO_INPUT = re.compile(r"No input provided via stdin")
+_NO_AUTH = re.compile(r"Please set an Auth method|must specify the GEMINI_API_KEY")
 _RETRY_NOTICE = re.compile(r"\bRetrying (?:after (?P<ms>\d+)ms|with backoff)\.\.\.")
 _STACK_FRAME = "at "
 _REFUSALS = {
@@ -239,7 +244,7 @@ class GeminiPlatform(JsonLinesPlatform):
         found = super().usage_limit(output, now)
         if found is None or found.reset_at is not None:
             return found
-        events, plain = _split_output(output)
+        events, plain = split_output(output)
         texts = [*filter(None, map(self.error_text, events)), *self.failure_lines(plain)]
         delay = next((wait for wait in map(_reset_delay, texts) if wait is not None), None)
         if delay is None:
@@ -279,12 +284,29 @@ class GeminiPlatform(JsonLinesPlatform):
 
     def retry_notice(self, line: str) -> RetryNotice | None:
         """The stderr line ending an attempt Gemini CLI retries by itself: "… Retrying
-        after 7228060ms..." (the wait) or "… Retrying with backoff..." (none named)."""
+        after 7228060ms..." (the wait) or "… Retrying with backoff..." (none named). Where
+        the line also names the reset ("Your quota will reset after 2h0m0s."), that is the
+        wait: the CLI sleeps up to a fifth longer, to spread its retries."""
         found = _RETRY_NOTICE.search(line) if json_event(line) is None else None
         if found is None:
             return None
-        wait = timedelta(milliseconds=int(found["ms"])) if found["ms"] else None
+        reset = _RESET.search(line)
+        wait = parse_duration(reset["duration"]) if reset else None
+        if wait is None and found["ms"]:
+            wait = timedelta(milliseconds=int(found["ms"]))
         return RetryNotice(first_line(line), wait)
+
+    def cli_checks(self) -> CliChecks:
+        """``gemini --version`` and the launch argv with no prompt: Gemini CLI checks its
+        options, then who is signed in ("Please set an Auth method …", exit 41), then says
+        no input was given. It has no sign-in command: a configured key counts as signed
+        in, whether or not the key is valid."""
+        return CliChecks(
+            version=[*self.executable, "--version"],
+            accepted=_NO_INPUT,
+            signed_out=_NO_AUTH,
+            tested=TESTED_VERSIONS,
+        )
 
     def denials(self, output: str) -> list[str]:
         """Each refused tool call, in order: ``write_file app.py (not offered)``,
