@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import uuid
@@ -335,3 +336,22 @@ def test_the_clis_own_retry_is_a_retry_notice(claude: Claude) -> None:
     assert notices[0].wait is not None and timedelta(0) < notices[0].wait < timedelta(minutes=1)
     assert platform.usage_limit(run.output, datetime.now(UTC)) is None
     assert platform.reply_text(run.output) == "Got through."
+
+
+@pytest.mark.skipif(
+    not (shutil.which("bwrap") and shutil.which("socat")),
+    reason="Claude Code sandboxes commands with bubblewrap and socat (CI installs them)",
+)
+def test_workspace_commands_cannot_write_outside_the_workdir(
+    claude: Claude, tmp_path: Path
+) -> None:
+    """Where the CLI can sandbox (Linux: bubblewrap and socat), workspace confines commands
+    too, not only the file tools: a program writing outside the workdir is refused."""
+    outside = tmp_path / "outside-by-command.txt"
+    escape = RunCommand(("python3", "-c", f"open({str(outside)!r}, 'w').write('x')"))
+    claude.script.push((escape, RUN), Say("Done."))
+    run = claude.run(claude.invocation("workspace"))
+    assert run.returncode == 0, run.output
+    assert not outside.exists()
+    assert (claude.workdir / "ran.txt").read_text() == "ok"
+    assert "Sandbox disabled" not in run.output
