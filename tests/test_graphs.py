@@ -583,3 +583,28 @@ def test_file_syntax_errors_are_one_line_with_the_line(
 def test_without_an_extension_the_format_is_sniffed() -> None:
     assert parse_definition(' {"name": "x"}', "-") == {"name": "x"}
     assert parse_definition('name = "x"', "graph.def") == {"name": "x"}
+
+
+def with_effort(where: str, effort: str) -> dict[str, Any]:
+    """A graph whose one Claude agent (a node's, an ensemble member's or a hook's) has
+    ``effort``."""
+    agent = {"platform": "claude", "effort": effort}
+    nodes: list[dict[str, Any]] = [{"name": "a", "command": "true"}]
+    definition: dict[str, Any] = {"name": "g", "nodes": nodes}
+    if where == "node":
+        nodes[0] = {"name": "a", "prompt": "p", **agent}
+    elif where == "member":
+        nodes[0] = {"name": "a", "ensemble": "e", "prompt": "p"}
+        definition["ensembles"] = {"e": [agent]}
+    else:
+        definition["hooks"] = {"on_failed": [{"prompt": "p", **agent}]}
+    return definition
+
+
+@pytest.mark.parametrize("where", ["node", "member", "hook"])
+def test_an_effort_the_cli_does_not_take_is_refused(where: str) -> None:
+    """Claude Code only warns of an unknown effort, in a log nobody reads overnight; its
+    values are checked when the graph is written (in any case, as the CLI takes them)."""
+    with pytest.raises(Refused, match=r"effort 'extreme' is not one claude takes \(low, medium"):
+        validate_definition(with_effort(where, "extreme"))
+    validate_definition(with_effort(where, "XHigh"))

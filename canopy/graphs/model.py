@@ -180,6 +180,21 @@ the value, instead of as "not a valid number"."""
 StallMinutes = Annotated[int | float, _within(STALL_MINUTES)]
 
 
+def _check_effort(info: ValidationInfo, platform: str, effort: str | None) -> None:
+    """Refuse an effort the platform's CLI does not take, where the adapter names the ones
+    it takes (Claude Code only warns, in a log nobody reads overnight). A content rule."""
+    if effort is None or not _accepting_input(info):
+        return
+    from canopy.platforms import get_platform
+
+    try:
+        known = get_platform(platform).efforts
+    except Refused:
+        return  # the platform itself is refused, by its own field's rule
+    if known is not None and effort.lower() not in known:
+        raise ValueError(f"effort {effort!r} is not one {platform} takes ({', '.join(known)})")
+
+
 class AgentConfig(BaseModel):
     """One agent to launch: a platform with an optional model, effort and permission
     level (an ensemble member, or the agent of an agent node or hook)."""
@@ -191,6 +206,11 @@ class AgentConfig(BaseModel):
     effort: Text | None = None
     permissions: Permissions | None = None
     """What the agent may do (:mod:`canopy.permissions`); unset: the nearer setting's."""
+
+    @model_validator(mode="after")
+    def _effort(self, info: ValidationInfo) -> AgentConfig:
+        _check_effort(info, self.platform, self.effort)
+        return self
 
 
 Ensemble = Annotated[list[AgentConfig], AfterValidator(_not_empty)]
@@ -235,6 +255,7 @@ class AgentNode(_AgentStep):
     @model_validator(mode="after")
     def _markers(self, info: ValidationInfo) -> AgentNode:
         _check_markers(info, self.prompt, None, NODE_MARKERS, NODE_ENV_PREFIX)
+        _check_effort(info, self.platform, self.effort)
         return self
 
     @property
@@ -408,6 +429,7 @@ class AgentHook(BaseModel):
     @model_validator(mode="after")
     def _markers(self, info: ValidationInfo) -> AgentHook:
         _check_markers(info, self.prompt, None, HOOK_MARKERS, HOOK_ENV_PREFIX)
+        _check_effort(info, self.platform, self.effort)
         return self
 
 

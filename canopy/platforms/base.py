@@ -142,6 +142,9 @@ class Platform(ABC):
     """One harness CLI: how to launch it and how to read what it prints."""
 
     name: str
+    efforts: ClassVar[tuple[str, ...] | None] = None
+    """The ``effort`` values the CLI takes (any case), where it names them; ``None``: any
+    value is passed on as given."""
     takes_session_id: ClassVar[bool] = False
     """Whether a fresh run can be given the session id Canopy chose (``session_id``), so
     the id is known before the CLI prints anything."""

@@ -71,7 +71,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from canopy.errors import Refused
 from canopy.permissions import Permissions
@@ -176,6 +176,8 @@ def _bypass_refused() -> bool:
 @dataclass(frozen=True)
 class ClaudePlatform(JsonLinesPlatform):
     """Claude Code; also the demo platform, whose agent speaks the same stream-json."""
+
+    efforts: ClassVar[tuple[str, ...] | None] = EFFORTS
 
     name: str = "claude"
     executable: tuple[str, ...] = ("claude",)
