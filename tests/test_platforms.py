@@ -705,6 +705,37 @@ def test_codex_commands_failing_without_a_sandbox_are_not_denials(
     assert get_platform("codex").denials(output) == []
 
 
+def test_codex_sandbox_that_cannot_start_refuses_every_patch_and_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.171 with ``CODEX_HOME`` under /tmp and Debian 12's bubblewrap: the patch tool's
+    ``Exit code: 1`` and the command's both name the failure, in both tool shapes."""
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path))
+    unwritten = "Exit code: 1\nWall time: 0 seconds\nOutput:\nFailed to write file /w/app/x.py\n"
+    no_helper = "bwrap: execvp codex-linux-sandbox: No such file or directory\n"
+    script_failed = {"type": "input_text", "text": "Script failed\nWall time 0.0 seconds\n"}
+    write_rollout(
+        tmp_path,
+        codex_turn(
+            "workspace-write",
+            *codex_call("c1", unwritten, name="apply_patch", input=CODEX_PATCH),
+            *codex_call("c2", codex_exited(1, no_helper), arguments='{"cmd": "touch ran.txt"}'),
+            *codex_call(
+                "c3",
+                [script_failed, {"type": "input_text", "text": f"Script error:\n{unwritten}"}],
+                name="exec",
+                input=f"const r = await tools.apply_patch({json.dumps(CODEX_PATCH)});",
+            ),
+        ),
+    )
+    output = line({"type": "thread.started", "thread_id": CODEX_THREAD})
+    assert get_platform("codex").denials(output) == [
+        "app/x.py: Failed to write file /w/app/x.py",
+        f"touch ran.txt: {no_helper.strip()}",
+        "app/x.py: Failed to write file /w/app/x.py",
+    ]
+
+
 @pytest.mark.parametrize(
     ("message", "wait"),
     [

@@ -10,11 +10,16 @@ Permissions (:mod:`canopy.permissions`), the same as root and as any other user;
 against the real CLI (0.171.0) in ``tests/test_real_codex.py``:
 
 - ``workspace``: ``--sandbox workspace-write --add-dir .git --skip-git-repo-check``. The
-  patch tool writes only in the workdir; commands run in Codex's Linux sandbox (bundled
-  bubblewrap namespaces and a seccomp filter), which lets them write only in the workdir,
-  ``/tmp`` and ``$TMPDIR``, and reach no network. Codex keeps a writable root's ``.git`` read-only;
-  ``--add-dir .git`` makes it writable so the agent can commit (Canopy's dirty-tree guard
-  wants each spec committed). In a linked worktree (``.git`` is a file) commits still fail.
+  patch tool writes only in the workdir; commands run in Codex's Linux sandbox
+  (bubblewrap, the system's if installed, else its own, and a seccomp filter), which lets
+  them write only in the workdir, ``/tmp`` and ``$TMPDIR``, and reach no network. Codex
+  keeps a writable root's ``.git`` read-only; ``--add-dir .git`` makes it writable so the
+  agent can commit (Canopy's dirty-tree guard wants each spec committed). In a linked
+  worktree (``.git`` is a file) commits still fail. The sandbox runs Codex's helper
+  ``codex-linux-sandbox``, which Codex links under ``$CODEX_HOME`` but not when that is
+  under the temp dir; a system bubblewrap such as Debian 12's (0.8.0) then cannot start
+  it: every command fails ``bwrap: execvp codex-linux-sandbox: No such file or
+  directory`` and every patch ``Failed to write file``, each reported as a denial.
 - ``read-only``: ``--sandbox read-only --skip-git-repo-check``: patches are rejected and
   commands run in the sandbox with nothing writable and no network, so they can read and
   nothing else.
@@ -39,8 +44,9 @@ Denials: ``--json`` prints nothing for a refused command, and a rejected patch o
 log line on stderr, so they are read from the thread's rollout (below): in the run's turn,
 each tool output that reports a rejection (``patch rejected: …``, ``… rejected by user
 approval settings``, ``approval policy is Never; reject command …``) and each sandboxed
-command that failed with what Codex itself takes for a sandbox denial (``Read-only file
-system``, ``Operation not permitted``, …), one line each: the file or command, then why.
+command or patch that failed with what Codex itself takes for a sandbox denial
+(``Read-only file system``, ``Operation not permitted``, ``Failed to write file``, …),
+one line each: the file or command, then why.
 
 Reply: the ``text`` of the last ``item.completed`` item of type ``agent_message``.
 
@@ -129,7 +135,7 @@ _SANDBOX_DENIED = re.compile(
     re.IGNORECASE,
 )
 _SANDBOXED = ("read-only", "workspace-write")
-_EXIT_CODE = re.compile(r"^Process exited with code (?P<code>-?\d+)$", re.MULTILINE)
+_EXIT_CODE = re.compile(r"^(?:Process exited with code|Exit code:) (?P<code>-?\d+)$", re.MULTILINE)
 _PATCHED_FILE = re.compile(r"\*\*\* (?:Add|Update|Delete) File: (?P<path>[^\n\\\"]+)")
 _THREAD_ID = re.compile(r"[0-9A-Za-z-]+")
 _MAX_DENIAL = 200
@@ -320,7 +326,7 @@ def _turn_denials(turn: list[tuple[str, dict[str, Any]]]) -> Iterator[str]:
             continue
         call = calls.get(str(item.get("call_id")), {})
         for why in _refusals(texts(item.get("output")), sandboxed):
-            what = _refused(call, why)
+            what = _refused(call)
             yield _one_line(f"{what}: {why}" if what else why)
 
 
@@ -352,7 +358,8 @@ def _is_rejection(line: str) -> bool:
 
 
 def _command_results(piece: str) -> Iterator[tuple[int, str]]:
-    """The exit code and output of each command result in a tool output piece."""
+    """The exit code and output of each command result in a tool output piece (the patch
+    tool, which writes in the sandbox too, answers ``Exit code: N``)."""
     exited = _EXIT_CODE.search(piece)
     if exited is not None:
         yield int(exited["code"]), piece.partition("\nOutput:\n")[2]
@@ -362,13 +369,12 @@ def _command_results(piece: str) -> Iterator[tuple[int, str]]:
         yield result["exit_code"], str(result.get("output", ""))
 
 
-def _refused(call: dict[str, Any], why: str) -> str:
+def _refused(call: dict[str, Any]) -> str:
     """What a refused call was: the files a patch names, or a command's command line
-    (code mode's JavaScript is neither; its refusal line names the path itself)."""
+    (code mode's JavaScript running a command is neither; its refusal names the path)."""
     tool_input = call.get("input")
     if isinstance(tool_input, str):
-        files = [found["path"].strip() for found in _PATCHED_FILE.finditer(tool_input)]
-        return ", ".join(files) if "patch" in why.lower() else ""
+        return ", ".join(found["path"].strip() for found in _PATCHED_FILE.finditer(tool_input))
     try:
         arguments = json.loads(str(call.get("arguments") or "{}"))
     except ValueError:
