@@ -62,10 +62,6 @@ MODELS = [None, "gpt-5.5"]
 NOBODY = 65534
 AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
 as_root_only = pytest.mark.skipif(os.geteuid() != 0, reason="drops from root to another user")
-OFF_TMP = "/var/tmp"
-"""Where the test homes live: Codex refuses to link its helpers (``apply_patch``,
-``codex-linux-sandbox``) under the temp dir, and a system bubblewrap older than 0.9 (which
-it prefers to its own) then cannot start the sandbox. Also outside what the sandbox opens."""
 
 
 @dataclass
@@ -146,18 +142,15 @@ def scripted_codex(base: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Code
 
 
 @pytest.fixture
-def codex(monkeypatch: pytest.MonkeyPatch) -> Iterator[Codex]:
-    with (
-        tempfile.TemporaryDirectory(dir=OFF_TMP) as base,
-        scripted_codex(Path(base), monkeypatch) as codex,
-    ):
+def codex(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Codex]:
+    with scripted_codex(tmp_path, monkeypatch) as codex:
         yield codex
 
 
 @pytest.fixture
 def outside() -> Iterator[Path]:
     """A directory outside the workdir that the sandbox does not open (it opens /tmp)."""
-    with tempfile.TemporaryDirectory(dir=OFF_TMP) as path:
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as path:
         yield Path(path)
 
 
@@ -256,10 +249,10 @@ def test_full_writes_and_runs_anywhere(codex: Codex, outside: Path) -> None:
 
 @as_root_only
 def test_workspace_and_full_as_another_user(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same argv run by ``nobody``, in a directory it owns."""
+    """The same argv run by ``nobody``, in a temp dir it owns (pytest's is root's alone)."""
     with (
-        tempfile.TemporaryDirectory(dir=OFF_TMP) as base,
-        tempfile.TemporaryDirectory(dir=OFF_TMP) as away,
+        tempfile.TemporaryDirectory() as base,
+        tempfile.TemporaryDirectory(dir="/var/tmp") as away,
         scripted_codex(Path(base), monkeypatch) as codex,
     ):
         for path in [Path(base), *Path(base).rglob("*"), Path(away)]:

@@ -84,8 +84,15 @@ class OpenAIResponsesAPI(Vendor):
 
 def cli_env(server: ModelServer, home: Path) -> dict[str, str]:
     """The environment that points Codex at ``server``: an isolated home whose
-    ``config.toml`` makes this server the model provider, and the API key it reads."""
+    ``config.toml`` makes this server the model provider, and the API key it reads.
+
+    ``TMPDIR`` is a directory of the home's own, as a user's ``~/.codex`` is outside the temp
+    dir: Codex links its sandbox helper (``codex-linux-sandbox``) under ``$CODEX_HOME`` only
+    then, and a system bubblewrap (Debian 12's 0.8) cannot start the sandbox without it.
+    """
     env = isolated_home(home)
+    temp = home / "tmp"
+    temp.mkdir(exist_ok=True)
     config = Path(env["CODEX_HOME"]) / "config.toml"
     config.write_text(
         f'model_provider = "{PROVIDER}"\n\n'
@@ -97,7 +104,7 @@ def cli_env(server: ModelServer, home: Path) -> dict[str, str]:
         "[analytics]\n"
         "enabled = false\n"
     )
-    return {**env, "OPENAI_API_KEY": API_KEY}
+    return {**env, "OPENAI_API_KEY": API_KEY, "TMPDIR": str(temp)}
 
 
 def _request_kind(request: Request) -> str | None:
