@@ -9,6 +9,8 @@ tests run twice: with the default model, whose only tool is code mode's JavaScri
 ``exec``, and with ``gpt-5.5``, which calls ``apply_patch`` and ``exec_command`` directly.
 They prove:
 
+- ``canopy doctor``'s checks (version, who is signed in, each level's argv accepted, the
+  sandbox helper Codex cannot link under the temp dir) ask the CLI, never the model;
 - ``workspace`` lets the agent write files, run any program and commit in the workdir, as
   root and as another user, and its sandbox refuses writes outside; ``read-only`` lets
   nothing be written or run; ``full`` writes anywhere; :meth:`denials` names each refusal;
@@ -21,6 +23,7 @@ They prove:
 
 from __future__ import annotations
 
+import json
 import os
 import selectors
 import shlex
@@ -36,10 +39,10 @@ from typing import Any
 
 import pytest
 
-from canopy.permissions import Permissions
+from canopy.permissions import PERMISSION_LEVELS, Permissions
 from canopy.platforms import Invocation, UsageLimit
 from canopy.platforms.codex import CodexPlatform
-from tests.model_server.clis import cli_path
+from tests.model_server.clis import REPO, cli_path
 from tests.model_server.core import (
     Limit,
     LoopbackOnly,
@@ -96,8 +99,14 @@ class Codex:
             prompt, model=model, effort=effort, resume_session_id=resume, permissions=permissions
         )
 
-    def start(self, invocation: Invocation, user: list[str] | None = None) -> subprocess.Popen[str]:
-        """Launch as a node does (``user``: an argv prefix that drops to another user)."""
+    def start(
+        self,
+        invocation: Invocation,
+        user: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.Popen[str]:
+        """Launch as a node does (``user``: an argv prefix that drops to another user;
+        ``env``: on top of the CLI's)."""
         process = subprocess.Popen(
             [*self.network.prefix(), *(user or []), *invocation.argv],
             stdin=subprocess.PIPE,
@@ -105,14 +114,19 @@ class Codex:
             stderr=subprocess.STDOUT,
             text=True,
             cwd=self.workdir,
-            env={**os.environ, **cli_env(self.server, self.home)},
+            env={**os.environ, **cli_env(self.server, self.home), **(env or {})},
             start_new_session=True,
         )
         return process
 
-    def run(self, invocation: Invocation, user: list[str] | None = None) -> Run:
+    def run(
+        self,
+        invocation: Invocation,
+        user: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> Run:
         """Run to the end, the prompt on stdin."""
-        process = self.start(invocation, user)
+        process = self.start(invocation, user, env)
         try:
             output, _ = process.communicate(invocation.stdin, timeout=60)
         finally:
@@ -268,6 +282,33 @@ def test_workspace_and_full_as_another_user(monkeypatch: pytest.MonkeyPatch) -> 
         full = codex.run(codex.invocation("full"), user=AS_NOBODY)
         assert full.returncode == 0, full.output
         assert outside.read_text() == "yes\n"
+
+
+def test_doctor_checks_ask_the_cli_and_never_the_model(codex: Codex) -> None:
+    """The version, who is signed in, whether each level's argv is accepted (fresh and
+    resumed), and a warning when Codex cannot link its sandbox helper."""
+    checks = codex.platform.cli_checks()
+    pinned = json.loads((REPO / "package.json").read_text())["dependencies"]["@openai/codex"]
+    assert pinned in checks.tested
+    assert codex.run(Invocation(checks.version)).output.startswith(f"codex-cli {pinned}")
+    assert checks.auth is not None and checks.signed_in is not None
+    assert checks.signed_in(codex.run(Invocation(checks.auth)).output) is False  # a key in env
+    login = Invocation([*checks.auth[:-1], "--with-api-key"], stdin="sk-canopy-login")
+    assert codex.run(login).returncode == 0
+    assert checks.signed_in(codex.run(Invocation(checks.auth)).output) is True
+    assert checks.signed_in("Logged in using ChatGPT\n") is True  # 0.171's words, offline here
+    assert checks.signed_in("error: unrecognized subcommand 'status'") is None
+    for level in PERMISSION_LEVELS:
+        for resume in (None, "01a24301-850b-7592-921b-f23dc201bc03"):
+            argv = codex.invocation(level, resume=resume).argv
+            assert checks.accepted.search(codex.run(Invocation(argv)).output), (level, resume)
+    refused = codex.run(Invocation([*argv[:-1], "--sandbox", "none", "-"]))
+    assert refused.returncode == 2 and not checks.accepted.search(refused.output)
+    [(no_links, _)] = checks.warnings
+    assert not no_links.search(codex.run(Invocation(argv)).output)
+    under_temp = codex.run(Invocation(argv), env={"TMPDIR": str(codex.home)})
+    assert no_links.search(under_temp.output) and checks.accepted.search(under_temp.output)
+    assert codex.server.requests == []
 
 
 # ---------------------------------------------------------------------- threads

@@ -27,6 +27,12 @@ against the real CLI (0.171.0) in ``tests/test_real_codex.py``:
 - ``cli``: no flags; the CLI's own settings decide (and it refuses a workdir that is not a
   git repository).
 
+Doctor checks (:meth:`CodexPlatform.cli_checks`, no model call): ``codex --version``;
+``codex login status`` ("Logged in using ChatGPT", "API key configured - sk-…", or "Not
+logged in", exit 1; a key given only in the environment is not seen); and the launch argv
+with nothing on stdin, which ends "No prompt provided via stdin." (exit 1) once its
+options and config are accepted, and warns when Codex cannot link its sandbox helper.
+
 Session id: ``thread_id`` of the ``thread.started`` event. Usage limit: the message of an
 ``error`` or ``turn.failed`` event (or a plain-text line) saying "You've hit your usage
 limit. … try again at 3:05 PM." (local time; ``Sep 18th, 2025 3:05 PM`` when the reset is
@@ -73,6 +79,7 @@ from typing import Any
 
 from canopy.permissions import Permissions
 from canopy.platforms.base import (
+    CliChecks,
     HarnessConversation,
     Invocation,
     JsonLinesPlatform,
@@ -99,6 +106,17 @@ from canopy.platforms.history import (
 from canopy.platforms.resets import MONTH_PATTERN, clock_reset, parse_duration
 from canopy.platforms.usage import HarnessUsage, count, events_of, total
 
+TESTED_VERSIONS = ("0.171.0",)
+"""The Codex CLI releases Canopy's tests ran (``package.json`` pins the same)."""
+_NO_PROMPT = re.compile(r"No prompt provided via stdin\.")
+"""What ``codex exec … -`` says once it has accepted its options and config and finds no
+prompt on stdin (exit 1); a refused option exits 2 with clap's ``error: …``."""
+_NO_HELPER_LINKS = re.compile(r"could not create PATH aliases")
+_NO_HELPER_WARNING = (
+    "Codex will not link its sandbox helper while CODEX_HOME is under the temp dir; with a "
+    "system bubblewrap such as Debian 12's, every sandboxed command then fails; fix: set "
+    "CODEX_HOME (or TMPDIR) so that CODEX_HOME is not under TMPDIR or /tmp"
+)
 _LIMIT_TEXT = re.compile(
     r"(?:hit|reached) your usage limit|usage_limit_reached"
     r"|workspace usage limit has been reached|quota exceeded\. check your plan",
@@ -194,6 +212,21 @@ class CodexPlatform(JsonLinesPlatform):
             return None
         return str_field(event, "thread_id")
 
+    def cli_checks(self) -> CliChecks:
+        """``codex --version`` (``codex-cli 0.171.0``); ``codex login status``, which reads
+        the saved login (``$CODEX_HOME/auth.json``, ChatGPT or API key) without a model
+        call; and the launch argv with nothing on stdin, which Codex parses in full
+        (options, ``-c`` values, ``config.toml``) before it says "No prompt provided via
+        stdin." (before any git or sign-in check, so signed out it says the same)."""
+        return CliChecks(
+            version=[*self.executable, "--version"],
+            accepted=_NO_PROMPT,
+            auth=[*self.executable, "login", "status"],
+            signed_in=_signed_in,
+            tested=TESTED_VERSIONS,
+            warnings=((_NO_HELPER_LINKS, _NO_HELPER_WARNING),),
+        )
+
     def succeeded(self, event: dict[str, Any]) -> bool:
         """``turn.completed``: the turn ran to its end."""
         return event.get("type") == "turn.completed"
@@ -275,6 +308,17 @@ class CodexPlatform(JsonLinesPlatform):
         except OSError:
             return []
         return newest_first(_thread(path, target) for path in rollouts)
+
+
+def _signed_in(output: str) -> bool | None:
+    """What ``codex login status`` says: "Logged in using ChatGPT" (or another method),
+    "API key configured - sk-…", or "Not logged in" (exit 1). A key only in the environment
+    (``CODEX_API_KEY``, a provider's ``env_key``) is not a login it knows of."""
+    if "Not logged in" in output:
+        return False
+    if "Logged in using" in output or "API key configured" in output:
+        return True
+    return None
 
 
 def _retry_delay(text: str) -> timedelta | None:
