@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from canopy.errors import Refused
 from canopy.ops.common import sql_transaction
 from canopy.permissions import Permissions, nearest, stored_permissions
-from canopy.platforms.base import first_line
 from canopy.store.queries import stored_json
 
 if TYPE_CHECKING:
@@ -34,6 +33,7 @@ CHECK_TIMEOUT_SECONDS = 30.0
 """How long one check may take: a CLI's start-up (Node.js, its settings) can take seconds."""
 _VERSION = re.compile(r"\d+\.\d+\.\d+(?:[-.+][0-9A-Za-z.]+)?")
 BUILT_IN = ("claude", "codex", "gemini")
+_ERROR = re.compile(r"(?:error\b|unknown argument|invalid)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -253,15 +253,17 @@ def _check_argv(report: PlatformReport, checks: CliChecks, level: LevelReport) -
         level.accepted = None
         return
     level.accepted = bool(checks.accepted.search(output))
+    if level.accepted and checks.signed_out is not None and report.signed_in is None:
+        report.signed_in = True  # it got past its own sign-in check to the missing prompt
     for pattern, warning in checks.warnings:
         if pattern.search(output) and warning not in report.warnings:
             report.warnings.append(warning)
     if not level.accepted:
-        said = first_line(output, 200) or "no output"
+        tested = ", ".join(checks.tested) or "see docs/platforms.md"
         _problem(
             report,
-            f"{level.level}: the CLI refused Canopy's argv ({said}); fix: install a "
-            f"version Canopy's tests ran ({', '.join(checks.tested) or 'see docs'})",
+            f"{level.level}: the CLI refused Canopy's argv ({_complaint(output)}); fix: what "
+            f"it says, or, if it names an option, install a version the tests ran ({tested})",
         )
 
 
@@ -279,6 +281,13 @@ def _check_auth(report: PlatformReport, checks: CliChecks) -> None:
 
 def _problem(report: PlatformReport, text: str) -> None:
     report.problems.append(text)
+
+
+def _complaint(output: str) -> str:
+    """What a CLI said against its argv: its first error line, else its last line."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if _ERROR.match(line)]
+    return (errors or lines or ["no output"])[0 if errors else -1][:200]
 
 
 def _run(argv: list[str]) -> tuple[str, int | None]:
