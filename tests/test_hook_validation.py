@@ -122,12 +122,14 @@ HOOK_REFUSALS: list[tuple[str, dict[str, Any], str]] = [
     (
         "model on a command",
         {"on_completed": [{**COMMAND, "model": "sonnet"}]},
-        "hooks.on_completed[0]: model, effort, permissions and timeout_minutes apply to agent hooks only",
+        "hooks.on_completed[0]: model, effort, permissions and timeout_minutes apply to agent "
+        "hooks only",
     ),
     (
         "timeout on an interactive hook",
         {"on_completed": [{**INTERACTIVE, "timeout_minutes": 5}]},
-        "hooks.on_completed[0]: model, effort, permissions and timeout_minutes apply to agent hooks only",
+        "hooks.on_completed[0]: model, effort, permissions and timeout_minutes apply to agent "
+        "hooks only",
     ),
     (
         "zero timeout",
