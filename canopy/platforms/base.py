@@ -324,6 +324,17 @@ def first_line(text: str, limit: int = 300) -> str:
     return ""
 
 
+MAX_DENIAL = 200
+"""The longest a recorded denial line gets (a command can be pages long)."""
+
+
+def denial_line(text: str) -> str:
+    """One denial as it is recorded and shown: on one line (a command may span several),
+    cut to :data:`MAX_DENIAL` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= MAX_DENIAL else f"{flat[: MAX_DENIAL - 1]}…"
+
+
 def option(flag: str, value: str | None) -> list[str]:
     """``[flag, value]`` when the value is set (non-empty), else nothing."""
     return [flag, value] if value else []

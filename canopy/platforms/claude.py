@@ -82,6 +82,7 @@ from canopy.platforms.base import (
     JsonLinesPlatform,
     RetryNotice,
     UsageLimit,
+    denial_line,
     first_line,
     json_event,
     json_events,
@@ -149,7 +150,6 @@ _PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "cli": (),
 }
 """Each level's flags (the module docstring says what each allows)."""
-_MAX_DENIAL = 200
 _DENIAL_TARGETS = ("file_path", "notebook_path", "path", "url", "pattern", "query")
 """The ``tool_input`` keys that name what a refused tool call was aimed at, in order."""
 _SYNTHETIC = "<synthetic>"
@@ -424,11 +424,9 @@ def _denial_line(tool: object, arguments: object, cwd: str | None) -> str:
     name = tool if isinstance(tool, str) and tool else "a tool"
     command = str_field(arguments, "command")
     if command is not None:
-        text = f"{name}: {' '.join(command.split())}"
-    else:
-        target = next(filter(None, (str_field(arguments, k) for k in _DENIAL_TARGETS)), None)
-        text = f"{name} {_relative(target, cwd)}" if target else name
-    return text if len(text) <= _MAX_DENIAL else f"{text[: _MAX_DENIAL - 1]}…"
+        return denial_line(f"{name}: {command}")
+    target = next(filter(None, (str_field(arguments, k) for k in _DENIAL_TARGETS)), None)
+    return denial_line(f"{name} {_relative(target, cwd)}" if target else name)
 
 
 def _relative(path: str, cwd: str | None) -> str:

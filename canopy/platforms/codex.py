@@ -85,6 +85,7 @@ from canopy.platforms.base import (
     JsonLinesPlatform,
     RetryNotice,
     UsageLimit,
+    denial_line,
     first_line,
     json_event,
     json_events,
@@ -156,7 +157,6 @@ _SANDBOXED = ("read-only", "workspace-write")
 _EXIT_CODE = re.compile(r"^(?:Process exited with code|Exit code:) (?P<code>-?\d+)$", re.MULTILINE)
 _PATCHED_FILE = re.compile(r"\*\*\* (?:Add|Update|Delete) File: (?P<path>[^\n\\\"]+)")
 _THREAD_ID = re.compile(r"[0-9A-Za-z-]+")
-_MAX_DENIAL = 200
 _ROLLOUTS = "[0-9][0-9][0-9][0-9]/[0-9][0-9]/[0-9][0-9]/rollout-*.jsonl"
 # Context Codex injects as user messages: a whole text wrapped in one tag
 # (<environment_context>…</environment_context>, <user_instructions>, <skill>, …) or the
@@ -371,7 +371,7 @@ def _turn_denials(turn: list[tuple[str, dict[str, Any]]]) -> Iterator[str]:
         call = calls.get(str(item.get("call_id")), {})
         for why in _refusals(texts(item.get("output")), sandboxed):
             what = _refused(call)
-            yield _one_line(f"{what}: {why}" if what else why)
+            yield denial_line(f"{what}: {why}" if what else why)
 
 
 def _refusals(pieces: list[str], sandboxed: bool) -> Iterator[str]:
@@ -386,12 +386,6 @@ def _refusals(pieces: list[str], sandboxed: bool) -> Iterator[str]:
             denied = _SANDBOX_DENIED.search(text) if sandboxed and code != 0 else None
             if denied is not None:
                 yield first_line(text[text.rfind("\n", 0, denied.start()) + 1 :])
-
-
-def _one_line(text: str) -> str:
-    """``text`` on one line (a command may span several), cut to :data:`_MAX_DENIAL`."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _MAX_DENIAL else f"{flat[: _MAX_DENIAL - 1]}…"
 
 
 def _is_rejection(line: str) -> bool:

@@ -88,6 +88,7 @@ from canopy.platforms.base import (
     JsonLinesPlatform,
     RetryNotice,
     UsageLimit,
+    denial_line,
     first_line,
     json_event,
     json_events,
@@ -149,7 +150,6 @@ _REFUSALS = {
 }
 _OUTSIDE_WORKSPACE = "Path not in workspace"
 _DENIAL_TARGETS = ("file_path", "dir_path", "path", "pattern")
-_MAX_DENIAL = 200
 _TERMINAL_QUOTA = "TerminalQuotaError"
 _CHAT_FILE = re.compile(r"session-.+\.jsonl?")
 _PROJECT_ID = re.compile(r"[a-z0-9-]+")
@@ -435,11 +435,8 @@ def _denial_line(call: dict[str, Any], reason: str) -> str:
     command = str_field(arguments, "command")
     target = next(filter(None, (str_field(arguments, key) for key in _DENIAL_TARGETS)), None)
     if command is not None:
-        text = f"{name}: {' '.join(command.split())}"
-    else:
-        text = f"{name} {target}" if target else name
-    text = f"{text} ({reason})"
-    return text if len(text) <= _MAX_DENIAL else f"{text[: _MAX_DENIAL - 1]}…"
+        return denial_line(f"{name}: {command} ({reason})")
+    return denial_line(f"{name} {target} ({reason})" if target else f"{name} ({reason})")
 
 
 def _gemini_dir() -> Path | None:
