@@ -292,3 +292,20 @@ async def test_a_worker_killed_while_a_real_cli_runs_adopts_it_and_it_runs_once(
     launches = [line for line in log.splitlines() if '"subtype":"init"' in line]
     assert len(launches) == 1, "the new worker adopted the running CLI; it never relaunched it"
     assert not list(Path(str(ran.log_path)).parent.glob("started.lost-*"))
+
+
+async def test_a_cli_that_only_reconnects_is_stopped_as_unable_to_reach_its_api(
+    serving: Client, agents: RealAgents, home_store: Store, repo: Path
+) -> None:
+    """Codex with its API gone prints ``Reconnecting...`` forever: output, but no progress."""
+    agents.servers["codex"].close()
+    node = agent_node("codex", stall_minutes=0.1)
+    graph = make_graph(home_store, repo, [node], specs=[spec(home_store)])
+    settled = await settle(serving, home_store, graph)
+    assert settled["status"] == "failed", settled
+    (ran,) = node_runs(home_store, graph)
+    assert ran.status == "stalled", ran
+    assert "could not reach its API: it printed only retry notices for 0.1 minutes" in (
+        ran.error or ""
+    ), ran.error
+    assert "Reconnecting..." in (ran.error or "")
