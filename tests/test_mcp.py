@@ -12,6 +12,7 @@ import asyncio
 import importlib.metadata
 import inspect
 import json
+import os
 import select
 import subprocess
 import sys
@@ -824,3 +825,25 @@ def test_the_docs_cover_every_tool_action_and_argument() -> None:
         assert f"### `{tool.name}`" in text, tool.name
         for name in [*tool.verbs, *inspect.signature(tool.fn).parameters]:
             assert f"`{name}`" in text, (tool.name, name)
+
+
+async def test_server_doctor_answers_canopy_doctors_report(
+    mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A data dir with nothing in it yet: the built-in CLIs, checked as ``canopy doctor``."""
+    from tests.model_server.clis import NODE_BIN, isolated_home
+
+    monkeypatch.setenv("CANOPY_HOME", str(tmp_path / "fresh"))
+    monkeypatch.setenv("PATH", f"{NODE_BIN}{os.pathsep}{os.environ['PATH']}")
+    for name, value in isolated_home(tmp_path / "user").items():
+        monkeypatch.setenv(name, value)
+    async with connect(mode) as client:
+        found = await ok(client, "server", action="doctor")
+    assert sorted(found) == ["ok", "platforms", "root"]
+    checked = {platform["platform"]: platform for platform in found["platforms"]}
+    assert sorted(checked) == ["claude", "codex", "gemini"]
+    for platform in checked.values():
+        assert platform["version"] in platform["tested_versions"], platform
+        assert [level["level"] for level in platform["levels"]] == ["workspace"]
+        assert platform["signed_in"] is False and platform["blocking"] is True
+    assert found["ok"] is False
