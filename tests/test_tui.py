@@ -22,7 +22,7 @@ from canopy.sessions.transcripts import read_turns
 from canopy.store.engine import Store
 from canopy.tui.app import ALL, SECTIONS, CanopyApp
 from canopy.tui.rows import BLOCKED
-from canopy.tui.screens import HelpScreen
+from canopy.tui.screens import HelpScreen, ReportScreen
 from canopy.tui.sections import Section
 from tests import engine
 from tests.cli_helpers import canopy_env
@@ -367,3 +367,24 @@ async def test_in_a_real_terminal_canopy_tui_draws_the_backlog_and_quits_on_q(
         await eventually(lambda: not tmux(socket, "list-sessions"), "canopy tui to quit on q")
     finally:
         tmux(socket, "kill-server")
+
+
+async def test_shift_d_shows_the_doctors_report(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same report ``canopy doctor`` prints, for the CLIs this data dir would use."""
+    from canopy.ops.doctor import doctor, report_lines
+    from tests.model_server.clis import NODE_BIN, isolated_home
+
+    monkeypatch.setenv("PATH", f"{NODE_BIN}{os.pathsep}{os.environ['PATH']}")
+    for name, value in isolated_home(tmp_path / "user").items():
+        monkeypatch.setenv(name, value)
+    (Path(os.environ["CANOPY_HOME"]) / "config.toml").unlink()  # the real CLIs, not the fake
+    app = CanopyApp(cwd=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("D")
+        await eventually(lambda: isinstance(app.screen, ReportScreen), "the doctor's report", 90)
+        assert isinstance(app.screen, ReportScreen)
+        assert list(app.screen.lines) == report_lines(doctor(store))
+        await pilot.press("escape", "q")
+    assert app.return_code == 0
