@@ -33,7 +33,7 @@ from canopy.store.engine import Store, open_store
 from tests.conftest import body
 from tests.daemons import Daemons
 from tests.engine import eventually, make_graph, settle
-from tests.model_server.core import Limit, RunCommand, Say, WriteFile
+from tests.model_server.core import RUN, WRITE, Limit, RunCommand, Say, WriteFile
 from tests.real_agents import RealAgents, real_agents
 from tests.test_crash import daemons as daemons
 from tests.test_signals import temporal
@@ -41,8 +41,6 @@ from tests.test_signals import temporal
 pytestmark = pytest.mark.server
 
 PLATFORMS = ("claude", "codex", "gemini")
-WRITE = WriteFile("app/x.py", "print('hi')\n")
-RUN = RunCommand(("python3", "-c", "open('ran.txt', 'w').write('ok')"))
 TIMEOUT = 90.0
 
 

@@ -42,6 +42,8 @@ from canopy.platforms.claude import EFFORTS, ClaudePlatform
 from tests.model_server.anthropic import AnthropicAPI, cli_env
 from tests.model_server.clis import REPO, cli_path, isolated_home
 from tests.model_server.core import (
+    RUN,
+    WRITE,
     Limit,
     LoopbackOnly,
     ModelServer,
@@ -53,8 +55,6 @@ from tests.model_server.core import (
     loopback_only,
 )
 
-WRITE = WriteFile("app/x.py", "print('hi')\n")
-RUN = RunCommand(("python3", "-c", "open('ran.txt', 'w').write('ok')"))
 NOBODY = 65534
 AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
 as_root_only = pytest.mark.skipif(os.geteuid() != 0, reason="checks what Claude Code does as root")

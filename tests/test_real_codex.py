@@ -44,6 +44,8 @@ from canopy.platforms import Invocation, UsageLimit
 from canopy.platforms.codex import CodexPlatform
 from tests.model_server.clis import REPO, cli_path
 from tests.model_server.core import (
+    RUN,
+    WRITE,
     Limit,
     LoopbackOnly,
     ModelServer,
@@ -53,11 +55,10 @@ from tests.model_server.core import (
     Script,
     WriteFile,
     loopback_only,
+    strings,
 )
 from tests.model_server.openai import OpenAIResponsesAPI, cli_env
 
-WRITE = WriteFile("app/x.py", "print('hi')\n")
-RUN = RunCommand(("python3", "-c", "open('ran.txt', 'w').write('ok')"))
 COMMIT = RunCommand(("git", "-c", "user.name=A", "-c", "user.email=a@example.com", "commit",
                      "--quiet", "--allow-empty", "--message", "agent commit"))  # fmt: skip
 MODELS = [None, "gpt-5.5"]
@@ -182,18 +183,7 @@ def agent_requests(server: ModelServer) -> list[Request]:
 
 def input_texts(request: Request) -> str:
     """Every text the request's input items carry, joined (messages and tool outputs)."""
-    return "\n".join(_strings(request.body["input"]))
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
+    return "\n".join(strings(request.body["input"]))
 
 
 def committed(workdir: Path) -> list[str]:

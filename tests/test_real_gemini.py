@@ -42,10 +42,10 @@ from canopy.platforms import Invocation, RetryNotice
 from canopy.platforms.gemini import GeminiPlatform
 from tests.model_server.clis import cli_path
 from tests.model_server.core import (
+    RUN,
     Limit,
     LoopbackOnly,
     ModelServer,
-    RunCommand,
     Say,
     Script,
     WriteFile,
@@ -54,7 +54,6 @@ from tests.model_server.core import (
 from tests.model_server.gemini import GeminiAPI, ToolCall, cli_env
 
 WRITE = WriteFile("hello.txt", "hi\n")
-RUN = RunCommand(("python3", "-c", "open('ran.txt', 'w').write('ok')"))
 PLAN = "# Plan\n\n1. Run the program.\n"
 PLAN_MODE_WAY_OUT = [
     (ToolCall("enter_plan_mode", {"reason": "plan first"}),),

@@ -36,7 +36,6 @@ import json
 import re
 import shlex
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,7 @@ from tests.model_server.core import (
     Say,
     Vendor,
     WriteFile,
+    strings,
 )
 
 MODEL = "claude-sonnet-4-5"
@@ -95,22 +95,10 @@ def cli_env(server: ModelServer, home: Path, *, subscription: bool = False) -> d
 
 def _workdir(body: dict[str, Any]) -> Path:
     """The cwd Claude Code names in the request (its file tools want absolute paths)."""
-    found = next(filter(None, map(_WORKDIR.search, _strings(body))), None)
+    found = next(filter(None, map(_WORKDIR.search, strings(body))), None)
     if found is None:
         raise ValueError("the request names no primary working directory")
     return Path(found[1].strip())
-
-
-def _strings(value: object) -> Iterator[str]:
-    """Every string in a JSON value, depth first."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
 
 
 def _text(text: str) -> dict[str, Any]:

@@ -81,6 +81,11 @@ class Limit:
     repeat: bool = True
 
 
+WRITE = WriteFile("app/x.py", "print('hi')\n")
+"""The file write every real-CLI test scripts: one the agent's file tool must make."""
+RUN = RunCommand(("python3", "-c", "open('ran.txt', 'w').write('ok')"))
+"""The program every real-CLI test scripts: an arbitrary one, not a shell built-in."""
+
 Action = WriteFile | RunCommand
 Turn = tuple[Action, ...] | Say | Limit
 """One model answer: tool calls to make (the CLI answers them in its next request), a
@@ -184,6 +189,18 @@ class ModelServer:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def strings(value: object) -> Iterator[str]:
+    """Every string in a JSON value, depth first (to find a prompt or a path in a request)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item)
 
 
 def _handler_for(server: ModelServer) -> type[BaseHTTPRequestHandler]:
