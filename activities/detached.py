@@ -137,10 +137,17 @@ class ProcessEnd:
         return self.problem == LOST
 
 
-def exit_reason(exit_code: int) -> str:
-    """``exit code 3`` or ``killed by signal 9``, for a failed run's record."""
+def exit_reason(exit_code: int, output: str = "") -> str:
+    """``exit code 3`` or ``killed by signal 9``, for a failed run's record; for a command
+    that never started, the runner's reason from its ``output`` (``cannot run claude:
+    [Errno 2] No such file or directory``), which the bare 127 would hide in the log."""
     if exit_code < 0:
         return f"killed by signal {-exit_code}"
+    if exit_code == detached_runner.EXEC_FAILED:
+        lines = (line.strip() for line in output.splitlines())
+        said = next((line for line in lines if line.startswith(detached_runner.CANNOT_RUN)), None)
+        if said is not None:
+            return said.removeprefix("canopy: ")
     return f"exit code {exit_code}"
 
 

@@ -21,6 +21,10 @@ import sys
 # the C module: ``signal`` builds enums, 4 ms a launch; no stubs ship for it
 from _signal import SIGPIPE, SIGXFSZ  # type: ignore[import-not-found]
 
+EXEC_FAILED = 127
+"""The exit status reported for a command that could not be started (as a shell does)."""
+CANNOT_RUN = "canopy: cannot run "
+"""How this runner's line begins when the command could not be started (exit status 127)."""
 RESTORED_SIGNALS = (SIGPIPE, SIGXFSZ)
 """Signals Python ignores at start-up that a command must get with their default action
 (``yes | head`` ends on SIGPIPE), as ``subprocess``'s ``restore_signals`` does."""
@@ -50,8 +54,8 @@ def main(argv: list[str]) -> int:
     try:
         code = spawn(command)
     except OSError as error:
-        print(f"canopy: cannot run {command[0]}: {error}", file=sys.stderr, flush=True)
-        code = 127
+        print(f"{CANNOT_RUN}{command[0]}: {error}", file=sys.stderr, flush=True)
+        code = EXEC_FAILED
     partial = f"{exit_file}.partial"
     with open(partial, "w", encoding="utf-8") as handle:
         handle.write(str(code))

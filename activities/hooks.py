@@ -142,7 +142,7 @@ def verdict(end: ProcessEnd, tail: str) -> tuple[str, str | None, str | None]:
     if end.exit_code is None:
         return "failed", output, end.problem
     if end.exit_code != 0:
-        return "failed", output, exit_reason(end.exit_code)
+        return "failed", output, exit_reason(end.exit_code, tail)
     return "succeeded", output, None
 
 

@@ -260,7 +260,7 @@ def node_result(
     if limit is not None:
         streak = limit_streak() if limit.kind == "rate" and limit.reset_at is None else 0
         return _limit_blocked(ended, limit, streak)
-    return ended.model_copy(update={"error": exit_reason(end.exit_code)})
+    return ended.model_copy(update={"error": exit_reason(end.exit_code, watcher.tail)})
 
 
 def _limit_blocked(ended: NodeResult, limit: UsageLimit, streak: int) -> NodeResult:

@@ -16,7 +16,7 @@ from canopy.store.engine import Store
 from canopy.store.models import Graph, NodeRun, Run, RunSpec
 from canopy.temporal import client as temporal_client
 from tests import engine
-from tests.conftest import make_specs
+from tests.conftest import make_specs, snapshot
 from tests.engine import fake_node, make_graph, settle
 
 pytestmark = pytest.mark.server
@@ -168,15 +168,17 @@ async def test_a_failed_node_run_records_why_and_graph_info_shows_it(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """A program that is there but cannot be executed (the preflight finds it on PATH):
+    the runner's reason, not a bare ``exit code 127``, is the node run's error."""
     (spec,) = make_specs(store, "alpha")
     graph = make_graph(store, repo, [IMPLEMENT], specs=[spec])
-    (canopy_home / "config.toml").write_text("[platforms.claude]\nbogus = true\n")
+    broken = canopy_home / "broken-claude"
+    broken.write_bytes(b"\x7fELF not really")
+    broken.chmod(0o755)
+    (canopy_home / "config.toml").write_text(f'[platforms.claude]\nexecutable = "{broken}"\n')
     result = await settle(serving, store, graph)
     assert result["status"] == "failed"
-    reason = (
-        f"node implement could not start: config file {canopy_home / 'config.toml'}: "
-        "platforms.claude.bogus: Extra inputs are not permitted"
-    )
+    reason = f"cannot run {broken}: [Errno 8] Exec format error: '{broken}'"
     (node_run,) = graphs.graph_get(store, graph)["node_runs"]
     assert (node_run["status"], node_run["error"]) == ("failed", reason)
     assert node_run["host"] == temporal_client.this_host(), "the host that tried to start it"
@@ -184,6 +186,29 @@ async def test_a_failed_node_run_records_why_and_graph_info_shows_it(
     graph_views.show_graph(graphs.graph_info(store, graph))
     (row,) = [line for line in capsys.readouterr().out.splitlines() if reason in line]
     assert f" {node_run['host']} " in row, "the node runs table names the host"
+
+
+async def test_a_run_whose_agent_cannot_launch_here_is_refused_and_nothing_starts(
+    serving: Client, store: Store, repo: Path, canopy_home: Path
+) -> None:
+    """Without the CLI a node needs, every spec would fail in a fraction of a second: the
+    start is refused in one line naming the platform, the program and the fix."""
+    (spec,) = make_specs(store, "alpha")
+    graph = make_graph(store, repo, [IMPLEMENT], specs=[spec])
+    config = canopy_home / "config.toml"
+    config.write_text('[platforms.claude]\nexecutable = "no-such-claude"\n')
+    before = snapshot(store)
+    with pytest.raises(Refused) as refused:
+        await runs.graph_run(store, graph)
+    assert refused.value.message == (
+        "graph build needs platform claude, but no-such-claude is not installed (not on "
+        "PATH); fix: install it, or set [platforms.claude] executable in config.toml, or "
+        "use demo"
+    )
+    config.write_text("[platforms.claude]\nbogus = true\n")
+    with pytest.raises(Refused, match=r"platforms\.claude\.bogus: Extra inputs are not permitted"):
+        await runs.graph_run(store, graph)
+    assert snapshot(store) == before
 
 
 async def test_a_node_whose_activity_fails_records_the_activity_error(

@@ -175,7 +175,7 @@ def _configured(read: Any, platform: str) -> Permissions | None:
 
 def check_platform(name: str, uses: list[Use]) -> PlatformReport:
     """One platform's checks, at every level it is used at."""
-    from canopy.platforms import get_platform
+    from canopy.platforms import get_platform, missing_program
 
     report = PlatformReport(name, None, None, [], None)
     levels: dict[Permissions, list[str]] = {}
@@ -192,14 +192,11 @@ def check_platform(name: str, uses: list[Use]) -> PlatformReport:
     argv = next((lvl.argv for lvl in report.levels if lvl.argv), None)
     if argv is None:
         return report
-    report.executable = shutil.which(argv[0])
-    if report.executable is None:
-        _problem(
-            report,
-            f"{argv[0]} is not installed (not on PATH); fix: install it, or set "
-            f"[platforms.{name}] executable in config.toml",
-        )
+    missing = missing_program(name)
+    if missing is not None:
+        _problem(report, missing)
         return report
+    report.executable = shutil.which(argv[0])
     if checks is None:
         return report  # a user-defined platform: nothing more can be told without running it
     report.tested_versions = list(checks.tested)

@@ -152,9 +152,12 @@ def _check_start(
         _refuse_if_active(db, row)
         run_workdir = normalize_workdir(workdir) if workdir is not None else row.workdir
         name, allow_dirty_start, graph_host = row.name, row.allow_dirty_start, row.host
+        platforms = agent_platforms(row.nodes or [], row.ensembles or {}, row.hooks or {})
     run_host = named_host or graph_host or temporal_client.this_host()
     if run_workdir is None:
         raise Refused(f"graph {name} has no workdir; pass one with --workdir")
+    if run_host == temporal_client.this_host():
+        _refuse_missing_platforms(name, platforms)
     tree_checked = _checks_tree_here(run_host, run_workdir)
     if tree_checked:
         require_work_tree(run_workdir)
@@ -166,6 +169,28 @@ def _check_start(
                     "stash, or set allow_dirty_start on the graph"
                 )
     return CheckedStart(graph_id, name, queue_id, run_workdir, run_host, tree_checked)
+
+
+def agent_platforms(
+    nodes: list[dict[str, Any]], ensembles: dict[str, Any], hooks: dict[str, Any]
+) -> list[str]:
+    """The platforms a stored graph's agents launch (nodes, ensemble members, agent
+    hooks), each once, in the order the graph names them."""
+    named = [node.get("platform") for node in nodes]
+    named += [member.get("platform") for members in ensembles.values() for member in members]
+    named += [hook.get("platform") for event in hooks.values() for hook in event]
+    return list(dict.fromkeys(name for name in named if isinstance(name, str)))
+
+
+def _refuse_missing_platforms(graph: str, platforms: list[str]) -> None:
+    """Refuse a run on this machine whose agents could not launch here: nothing would get
+    done, each spec failing in a fraction of a second."""
+    from canopy.platforms import missing_program
+
+    for platform in platforms:
+        missing = missing_program(platform)
+        if missing is not None:
+            raise Refused(f"graph {graph} needs platform {platform}, but {missing}, or use demo")
 
 
 def _checks_tree_here(host: str, workdir: str) -> bool:

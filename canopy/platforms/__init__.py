@@ -20,7 +20,7 @@ from canopy.platforms.base import (
     limit_wait,
 )
 from canopy.platforms.config import load_stall_minutes, platform_permissions
-from canopy.platforms.registry import get_platform, platform_names
+from canopy.platforms.registry import get_platform, missing_program, platform_names
 from canopy.platforms.usage import HarnessUsage
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "get_platform",
     "limit_wait",
     "load_stall_minutes",
+    "missing_program",
     "platform_names",
     "platform_permissions",
 ]

@@ -11,6 +11,7 @@ the config file is a user-defined :class:`~canopy.platforms.template.TemplatePla
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from dataclasses import replace
 
@@ -51,6 +52,26 @@ def get_platform(name: str) -> Platform:
         return _template(name, settings[name])
     known = ", ".join(platform_names())
     raise Refused(f"unknown platform {name!r}; known platforms: {known}")
+
+
+def launch_program(platform: Platform) -> str:
+    """The program a launch of ``platform`` runs: the first element of its argv."""
+    invocation = platform.build_invocation(
+        "", model=None, effort=None, resume_session_id=None, permissions="cli"
+    )
+    return invocation.argv[0]
+
+
+def missing_program(name: str) -> str | None:
+    """Why platform ``name`` cannot launch on this machine, with the fix (``None``: its
+    program is found). An unknown platform or a bad config table is refused as such."""
+    program = launch_program(get_platform(name))
+    if shutil.which(program) is not None:
+        return None
+    return (
+        f"{program} is not installed (not on PATH); fix: install it, or set "
+        f"[platforms.{name}] executable in config.toml"
+    )
 
 
 def _demo() -> Platform:
