@@ -50,6 +50,7 @@ async def scheduled_resume(store: Store) -> Any:
 
 
 FALLBACK = timedelta(hours=6)
+RATE_LIMIT_FIRST_WAIT = timedelta(minutes=1)
 LIMIT_CASES = [
     # platform, the fake's limit shape, when it says the limit resets, the expected wait
     ("claude", "text", timedelta(hours=5), timedelta(hours=5)),
@@ -63,7 +64,8 @@ LIMIT_CASES = [
     ("codex", "in", timedelta(hours=5), timedelta(hours=5)),
     ("codex", "quota", timedelta(hours=5), FALLBACK),  # no reset given
     ("gemini", "terminal", timedelta(hours=5), timedelta(hours=5)),
-    ("gemini", "resource_exhausted", timedelta(hours=5), FALLBACK),
+    # a bare 429 RESOURCE_EXHAUSTED names no quota window: an API rate limit, backed off
+    ("gemini", "resource_exhausted", timedelta(hours=5), RATE_LIMIT_FIRST_WAIT),
 ]
 
 
@@ -80,7 +82,8 @@ async def test_a_limit_blocked_spec_waits_out_the_reset_then_resumes_its_session
     wait: timedelta,
 ) -> None:
     """Each limit the real CLIs print blocks the node until the reset it states (the
-    6-hour fallback when it states none), then the spec resumes its harness session."""
+    6-hour fallback when a usage window states none, a minute for the first API rate
+    limit), then the spec resumes its harness session."""
     marker = tmp_path / "limited-once"
     limit = f"limit-once {marker} {reset.total_seconds():.0f} {shape}"
     node = {
@@ -99,7 +102,9 @@ async def test_a_limit_blocked_spec_waits_out_the_reset_then_resumes_its_session
     assert info["consistency_warning"] is None
     (blocked,) = info["node_runs"]
     assert blocked["status"] == "limit_blocked"
-    why = "the 6-hour fallback" if wait == FALLBACK else "resets at "
+    why = {FALLBACK: "the 6-hour fallback", RATE_LIMIT_FIRST_WAIT: "backing off"}.get(
+        wait, "resets at "
+    )
     assert why in blocked["error"], "the wait says what it is based on"
     handle = time_skipping.client.get_workflow_handle(workflow_id)
     metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
