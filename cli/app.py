@@ -65,6 +65,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "doctor_command",
         "Check the agent CLIs in use: installed, version, argv, permissions, sign-in.",
     ),
+    "env": (
+        "canopy.cli.server_cmds",
+        "env_command",
+        "Print the TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE of this data dir's server.",
+    ),
     "mcp": ("canopy.cli.mcp_cmds", "mcp", "Serve Canopy's tools to an agent over MCP (stdio)."),
     "tui": (
         "canopy.cli.tui_cmds",

@@ -3,7 +3,7 @@
 import typer
 
 from canopy.cli.options import JsonFlag
-from canopy.cli.render import emit, print_line
+from canopy.cli.render import emit, print_block
 from canopy.cli.store import open_store
 from canopy.ops.doctor import doctor, report_lines
 
@@ -18,11 +18,6 @@ def doctor_command(as_json: JsonFlag = False) -> None:
     it checks before it would call one.
     """
     report = doctor(open_store())
-    emit(report.as_json(), as_json, lambda: _print(report_lines(report)))
+    emit(report.as_json(), as_json, lambda: print_block("\n".join(report_lines(report))))
     if not report.ok:
         raise typer.Exit(1)
-
-
-def _print(lines: list[str]) -> None:
-    for line in lines:
-        print_line(line)

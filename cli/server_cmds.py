@@ -13,14 +13,27 @@ from typing import Annotated, Any
 import typer
 
 from canopy.cli.options import JsonFlag
-from canopy.cli.render import emit, print_line, spinner
+from canopy.cli.render import emit, print_block, print_line, spinner
 from canopy.temporal import daemon, devserver
 
 PortOption = Annotated[
-    int, typer.Option("--port", min=1, max=65535, help="Frontend gRPC port of the dev server.")
+    int | None,
+    typer.Option(
+        "--port",
+        min=1,
+        max=65535,
+        help="Frontend gRPC port of the dev server (default: the port this data dir's "
+        "server last ran on, else 7233).",
+    ),
 ]
 UiPortOption = Annotated[
-    int, typer.Option("--ui-port", min=1, max=65535, help="Web UI port of the dev server.")
+    int | None,
+    typer.Option(
+        "--ui-port",
+        min=1,
+        max=65535,
+        help="Web UI port of the dev server (default: the one it last ran on, else 8233).",
+    ),
 ]
 
 
@@ -50,8 +63,8 @@ def _print_worker(info: dict[str, Any]) -> None:
 
 
 def server_start(
-    port: PortOption = devserver.DEFAULT_PORT,
-    ui_port: UiPortOption = devserver.DEFAULT_UI_PORT,
+    port: PortOption = None,
+    ui_port: UiPortOption = None,
     json: JsonFlag = False,
 ) -> None:
     """Start the embedded Temporal dev server in the background (no-op if running)."""
@@ -83,8 +96,8 @@ def server_status(json: JsonFlag = False) -> None:
 
 
 def up(
-    port: PortOption = devserver.DEFAULT_PORT,
-    ui_port: UiPortOption = devserver.DEFAULT_UI_PORT,
+    port: PortOption = None,
+    ui_port: UiPortOption = None,
     json: JsonFlag = False,
 ) -> None:
     """Start the dev server (if needed) and the worker in the background; wait until serving."""
@@ -145,6 +158,20 @@ def server_check(json: JsonFlag = False) -> None:
     info = asyncio.run(control.daemon_check())
     line = "daemon serving" if info["serving"] else f"daemon down: {info['problem']}"
     emit(info, json, lambda: print_line(line))
+
+
+def env_command(json: JsonFlag = False) -> None:
+    """Print the TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE of this data dir's server.
+
+    As `export` lines, for `eval "$(canopy env)"` before using the `temporal` CLI: it then
+    reaches the server this data dir's runs live on, running or not, on whatever ports it
+    was started (TEMPORAL_ADDRESS or a temporal.toml profile, when set, win as always).
+    """
+    from canopy.temporal.client import connection_env
+
+    found = connection_env()
+    lines = "\n".join(f"export {name}={value}" for name, value in found.items())
+    emit(found, json, lambda: print_block(lines))
 
 
 app = typer.Typer(no_args_is_help=True)

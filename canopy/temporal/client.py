@@ -76,6 +76,13 @@ def address() -> str:
     return _connect_config()["target_host"]
 
 
+def connection_env() -> dict[str, str]:
+    """The ``TEMPORAL_ADDRESS`` and ``TEMPORAL_NAMESPACE`` that point the ``temporal`` CLI
+    where Canopy connects now: this data dir's own server unless settings say otherwise."""
+    config = _connect_config()
+    return {"TEMPORAL_ADDRESS": config["target_host"], "TEMPORAL_NAMESPACE": config["namespace"]}
+
+
 def _settings() -> "ClientConnectConfig":
     """The settings as the ``temporal`` CLI reads them, or the one-line refusal when they
     cannot be read (a missing profile, a bad ``temporal.toml``, an unreadable certificate).
@@ -90,10 +97,11 @@ def _settings() -> "ClientConnectConfig":
 
 
 def _connect_config() -> "ClientConnectConfig":
-    """:func:`_settings` with Canopy's defaults for what they leave unset: the running
-    embedded server's address (else :data:`DEFAULT_ADDRESS`) and namespace ``default``."""
+    """:func:`_settings` with Canopy's defaults for what they leave unset: the address of
+    the data dir's own embedded server, running or not (:func:`devserver.home_address`),
+    and namespace ``default``."""
     config = _settings()
-    config.setdefault("target_host", devserver.recorded_address() or DEFAULT_ADDRESS)
+    config.setdefault("target_host", devserver.home_address())
     config["namespace"] = config.get("namespace") or DEFAULT_NAMESPACE
     return config
 

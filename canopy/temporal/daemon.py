@@ -134,8 +134,8 @@ def _ensure_worker(timeout: float, stage: Stage) -> dict[str, Any]:
 
 
 def up(
-    port: int = devserver.DEFAULT_PORT,
-    ui_port: int = devserver.DEFAULT_UI_PORT,
+    port: int | None = None,
+    ui_port: int | None = None,
     timeout: float = READY_TIMEOUT,
     stage: Stage = devserver.quietly,
 ) -> dict[str, Any]:

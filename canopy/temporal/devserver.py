@@ -70,6 +70,12 @@ def server_file() -> Path:
     return canopy_home() / "server.json"
 
 
+def ports_file() -> Path:
+    """Where this data dir's server's ports are kept while it is down too: the data dir
+    talks to that server, started or not, and never to whatever else answers on 7233."""
+    return canopy_home() / "server-ports.json"
+
+
 def db_file() -> Path:
     """The SQLite file the dev server persists workflows to; the same across restarts."""
     return canopy_home() / "temporal.db"
@@ -194,10 +200,22 @@ def _live_record() -> tuple[ServerRecord | None, bool]:
     return None, True
 
 
-def recorded_address() -> str | None:
-    """The address of the running Canopy-managed dev server, if there is one."""
+def home_ports() -> tuple[int, int]:
+    """The ports of this data dir's server: those it last started on (``--port`` and
+    ``--ui-port`` as given then), else the defaults, 7233 and 8233."""
+    try:
+        data = json.loads(ports_file().read_text())
+        return int(data["port"]), int(data["ui_port"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return DEFAULT_PORT, DEFAULT_UI_PORT
+
+
+def home_address() -> str:
+    """The address of this data dir's server, running or not: the running one's, else the
+    one it last ran on. A data dir never falls back to another address when its own
+    server is down, so it cannot drive another instance's server by mistake."""
     record, _ = _live_record()
-    return None if record is None else record.address
+    return record.address if record is not None else f"{BIND_IP}:{home_ports()[0]}"
 
 
 def _describe(record: ServerRecord | None, stale_removed: bool) -> dict[str, Any]:
@@ -326,16 +344,20 @@ def quietly(_stage: str) -> None:
 
 
 def start(
-    port: int = DEFAULT_PORT,
-    ui_port: int = DEFAULT_UI_PORT,
+    port: int | None = None,
+    ui_port: int | None = None,
     timeout: float = START_TIMEOUT,
     stage: Stage = quietly,
 ) -> dict[str, Any]:
-    """Start the dev server unless it already runs; ``started`` says which happened."""
+    """Start the dev server unless it already runs; ``started`` says which happened. The
+    ports default to this data dir's (:func:`home_ports`); the ones it starts on become
+    the data dir's."""
     with exclusive("server"):
         record, stale = _live_record()
         if record is not None:
             return {"started": False, **_describe(record, stale)}
+        home_port, home_ui_port = home_ports()
+        port, ui_port = port or home_port, ui_port or home_ui_port
         binary = temporal_binary()
         _check_ports(port, ui_port)
         stage(f"starting the Temporal dev server on port {port}")
@@ -347,6 +369,7 @@ def start(
         except Refused:
             server_file().unlink(missing_ok=True)
             raise
+        ports_file().write_text(json.dumps({"port": port, "ui_port": ui_port}) + "\n")
         return {"started": True, **_describe(record, stale)}
 
 
