@@ -316,7 +316,7 @@ def enqueue_hook_message(
         notify(
             db,
             SESSION_NOT_FOUND,
-            f"{kept.id} from a {event} hook of {graph_id}: {refusal.message}; the prompt is "
+            f"{kept.id} from an {event} hook of {graph_id}: {refusal.message}; the prompt is "
             "kept (canopy session recall)",
             target_session_id,
             kept.id,

@@ -12,6 +12,7 @@ of the connection settings.
 
 import asyncio
 import contextlib
+import os
 import subprocess
 import sys
 import uuid
@@ -71,7 +72,11 @@ def worker_status() -> dict[str, Any]:
 
 
 def _spawn_worker() -> int:
-    """Start ``python -m canopy.worker`` detached, logging to the worker log; record its pid."""
+    """Start ``python -m canopy.worker`` detached, logging to the worker log; record its pid.
+
+    It runs in the data dir, with ``CANOPY_HOME`` made absolute: a relative one, taken
+    from where ``canopy up`` ran, would name another directory from there."""
+    home = canopy_home()
     with log_file().open("ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", WORKER_MODULE],
@@ -79,7 +84,8 @@ def _spawn_worker() -> int:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            cwd=canopy_home(),
+            cwd=home,
+            env={**os.environ, "CANOPY_HOME": str(home)},
         )
     pid_file().write_text(f"{process.pid}\n")
     return process.pid
