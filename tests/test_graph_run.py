@@ -211,6 +211,19 @@ async def test_a_run_whose_agent_cannot_launch_here_is_refused_and_nothing_start
     assert snapshot(store) == before
 
 
+async def test_a_run_with_nothing_to_do_is_refused(store: Store, repo: Path) -> None:
+    """No bound specs and no queue: a run would "complete" having done nothing."""
+    graph = make_graph(store, repo, [IMPLEMENT])
+    before = snapshot(store)
+    with pytest.raises(Refused) as refused:
+        await runs.graph_run(store, graph)
+    assert refused.value.message == (
+        "graph build has no bound specs, so a run without a queue has nothing to do; run it "
+        "over a queue (canopy graph run build --queue QUEUE) or bind specs (graph edit, specs)"
+    )
+    assert snapshot(store) == before
+
+
 async def test_a_node_whose_activity_fails_records_the_activity_error(
     serving: Client, store: Store, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -481,13 +481,35 @@ class CanopyApp(App[None]):
 
     def action_run_graph(self) -> None:
         """Start a run of the selected graph over a queue picked from the sidebar's
-        queues, or over its bound specs (``graph run``)."""
+        queues, or over its bound specs if it has any (``graph run``)."""
         graph = self.selected_graph()
-        if graph is None:
+        if graph is not None:
+            self.offer_runs(graph)
+
+    @work(thread=True, group="dialog")
+    def offer_runs(self, graph: str) -> None:
+        """Whether the graph has bound specs, read on a worker thread, then the choice."""
+        from canopy.ops.graph_info import stored_graph_info
+
+        try:
+            bound = bool(stored_graph_info(self.store(), graph).specs)
+        except Exception as error:
+            line = str(error) if isinstance(error, Refused) else unexpected_error_line(error)
+            self.call_from_thread(self.notify, line, title="run", severity="error")
             return
+        self.call_from_thread(self.pick_run, graph, bound)
+
+    def pick_run(self, graph: str, has_bound_specs: bool) -> None:
+        """Offer the project's queues, and the graph's bound specs when it has some."""
         bound = "(its bound specs)"
         queues = self.query_one("#queues", Section).shown
-        choices = [(bound, bound), *((queue_id, line.plain) for queue_id, line in queues)]
+        choices = [(queue_id, line.plain) for queue_id, line in queues]
+        if has_bound_specs:
+            choices.insert(0, (bound, bound))
+        if not choices:
+            said = "no bound specs, and the project has no queue to run it over"
+            self.notify(f"the graph has {said}", title="run", severity="warning")
+            return
 
         def picked(queue: str | None) -> None:
             if queue is not None:

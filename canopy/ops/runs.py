@@ -34,7 +34,7 @@ from canopy.ops.tuning import run_tuning
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store
-from canopy.store.models import Graph, NodeRun, Run, Spec
+from canopy.store.models import Graph, GraphSpec, NodeRun, Run, Spec
 from canopy.temporal import client as temporal_client
 from canopy.timefmt import utcnow
 from canopy.workdir import describe_dirty, normalize_workdir, require_work_tree, worktree_state
@@ -153,6 +153,14 @@ def _check_start(
         run_workdir = normalize_workdir(workdir) if workdir is not None else row.workdir
         name, allow_dirty_start, graph_host = row.name, row.allow_dirty_start, row.host
         platforms = agent_platforms(row.nodes or [], row.ensembles or {}, row.hooks or {})
+        if queue_id is None and not db.scalar(
+            select(GraphSpec.spec_id).where(GraphSpec.graph_id == graph_id).limit(1)
+        ):
+            raise Refused(
+                f"graph {row.name} has no bound specs, so a run without a queue has nothing "
+                f"to do; run it over a queue (canopy graph run {row.name} --queue QUEUE) or "
+                "bind specs (graph edit, specs)"
+            )
     run_host = named_host or graph_host or temporal_client.this_host()
     if run_workdir is None:
         raise Refused(f"graph {name} has no workdir; pass one with --workdir")
