@@ -22,11 +22,11 @@ from canopy.sessions.transcripts import read_turns
 from canopy.store.engine import Store
 from canopy.tui.app import ALL, SECTIONS, CanopyApp
 from canopy.tui.rows import BLOCKED
-from canopy.tui.screens import HelpScreen, ReportScreen
+from canopy.tui.screens import ConfirmScreen, HelpScreen, ReportScreen
 from canopy.tui.sections import Section
 from tests import engine
 from tests.cli_helpers import canopy_env
-from tests.conftest import body
+from tests.conftest import body, snapshot
 from tests.engine import eventually, git_repo, make_graph, make_queue
 
 SIZE = (120, 40)
@@ -123,6 +123,7 @@ async def test_a_graph_paused_by_the_dirty_tree_guard_is_flagged_until_continue(
         await highlight(pilot, app, "graphs", graph)
         await pilot.press("g")  # run over a queue, picked in a dialog
         await pick(pilot, app, "nightly ·")
+        await confirm(pilot, app)
 
         await eventually(lambda: flagged_first(app, graph), "the graph flagged, first, in red")
         page = await eventually(lambda: app.page and "x.txt" in app.page.markdown, "the page")
@@ -133,6 +134,7 @@ async def test_a_graph_paused_by_the_dirty_tree_guard_is_flagged_until_continue(
 
         (repo / "x.txt").unlink()  # clean the tree by hand, then continue (re-check)
         await pilot.press("c")
+        await confirm(pilot, app)
         await eventually(lambda: BLOCKED not in graph_lines(app)[graph], "the flag to clear")
         assert list(graph_lines(app)) == [calm, graph]  # back in the store's order
         await eventually(lambda: specs.spec_get(store, b)["status"] == "completed", "beta")
@@ -153,6 +155,12 @@ async def highlight(pilot: Pilot[None], app: CanopyApp, name: str, item: str) ->
     while listed.highlighted_option is None or listed.highlighted_option.id != item:
         await pilot.press("down")
     await eventually(lambda: app.selected == (SECTIONS[name], item), f"{item} selected")
+
+
+async def confirm(pilot: Pilot[None], app: CanopyApp) -> None:
+    """Answer the confirmation dialog that must have opened: yes."""
+    await eventually(lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+    await pilot.press("y")
 
 
 async def pick(pilot: Pilot[None], app: CanopyApp, label: str) -> None:
@@ -388,3 +396,41 @@ async def test_shift_d_shows_the_doctors_report(
         assert list(app.screen.lines) == report_lines(doctor(store))
         await pilot.press("escape", "q")
     assert app.return_code == 0
+
+
+async def test_tab_visits_what_tui_md_says_and_typed_text_changes_nothing(
+    store: Store, tmp_path: Path
+) -> None:
+    """Tab goes picker, lists, prompt box (with a session selected), and focus never rests
+    where it cannot be seen. A sentence typed with focus anywhere starts, pauses or edits
+    nothing: every action that changes a run asks first, and ``n`` in the text says no."""
+    repo = git_repo(tmp_path / "repo")
+    graph = make_graph(store, repo, [{"name": "work", "command": "true"}], name="build")
+    spec = spec_in(store, "alpha", repo)
+    session = sessions.session_new(store, "demo", name="pair", workdir=str(repo))["id"]
+    app = CanopyApp(cwd=str(repo))
+    async with app.run_test(size=SIZE) as pilot:
+        await showing(app, "sessions", [session])
+        await highlight(pilot, app, "sessions", session)
+        visited = []
+        for _ in range(6):
+            await pilot.press("tab")
+            assert app.focused is not None
+            visited.append(app.focused.id)
+        assert visited == ["prompt", "project", "backlog", "queues", "graphs", "sessions"]
+        await eventually(lambda: app.selected == ("session", session), "the pane follows focus")
+
+        before = snapshot(store)
+        for place, item in (("graphs", graph), ("backlog", spec), ("sessions", session)):
+            await highlight(pilot, app, place, item)
+            await pilot.press(*"Write a TUI note")
+            await app.workers.wait_for_complete()  # a dialog a letter asked for is open
+            await pilot.pause()
+            while len(app.screen_stack) > 1:
+                await pilot.press("escape")  # close it, answering no
+            assert snapshot(store) == before, place
+        await pilot.press("tab")  # from the Sessions list to the prompt box
+        assert app.focused is not None and app.focused.id == "prompt"
+        await pilot.press(*"Write a TUI note")
+        assert app.query_one("#prompt", Input).value == "Write a TUI note"
+        assert snapshot(store) == before

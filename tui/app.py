@@ -130,7 +130,8 @@ class CanopyApp(App[None]):
                     yield Label(heading, id=f"{section_id}-heading")
                     yield Section(id=section_id)
             with Vertical(id="main"):
-                with VerticalScroll(id="page-scroll"):
+                # Not focusable: focus there was invisible, and typing there ran keys
+                with VerticalScroll(id="page-scroll", can_focus=False):
                     yield Static("Select a spec, queue, graph or session.", id="page-hint")
                 yield Input(placeholder="message to this session (enter sends)", id="prompt")
         yield Footer()
@@ -329,9 +330,15 @@ class CanopyApp(App[None]):
             self.select(SECTIONS[str(event.option_list.id)], event.option.id)
 
     def on_descendant_focus(self, event: Any) -> None:
-        """Focusing a list selects its highlighted row."""
+        """Focusing a list selects its highlighted row (its first, if none is yet), so the
+        detail pane always shows what the focused list points at."""
         widget = event.widget
-        if isinstance(widget, Section) and widget.highlighted_option is not None:
+        if not isinstance(widget, Section):
+            return
+        if widget.highlighted_option is None and widget.option_count:
+            widget.highlighted = 0  # highlighting selects it, as moving in the list does
+            return
+        if widget.highlighted_option is not None:
             option_id = widget.highlighted_option.id
             if option_id is not None:
                 self.select(SECTIONS[str(widget.id)], option_id)
@@ -415,10 +422,12 @@ class CanopyApp(App[None]):
         return [b for b in self.BINDINGS if isinstance(b, Binding)]
 
     def action_continue_run(self) -> None:
-        """Resume the selected graph: re-check the tree (``graph continue``)."""
+        """Resume the selected graph: re-check the tree (``graph continue``; asks first)."""
         graph = self.selected_graph()
         if graph is not None:
-            self.act("continue", "continue_run", graph)
+            self._confirmed(
+                "Continue: re-check the tree and go on?", "continue", "continue_run", graph
+            )
 
     def action_run_from_node(self) -> None:
         """Resume by starting the next spec at a node picked from the graph's nodes."""
@@ -446,10 +455,10 @@ class CanopyApp(App[None]):
             )
 
     def action_pause(self) -> None:
-        """Pause the selected graph at the next spec boundary."""
+        """Pause the selected graph at the next spec boundary (asks first)."""
         graph = self.selected_graph()
         if graph is not None:
-            self.act("pause", "pause", graph)
+            self._confirmed("Pause the run at the next spec?", "pause", "pause", graph)
 
     def action_stop(self) -> None:
         """Kill the node in flight and pause (asks first)."""
@@ -474,10 +483,15 @@ class CanopyApp(App[None]):
             )
 
     def action_toggle_dirty(self) -> None:
-        """Flip the selected graph's ``allow_dirty_start`` (``graph edit``)."""
+        """Flip the selected graph's ``allow_dirty_start`` (``graph edit``; asks first)."""
         graph = self.selected_graph()
         if graph is not None:
-            self.act("allow_dirty_start", "toggle_dirty", graph)
+            self._confirmed(
+                "Flip allow_dirty_start: let runs start on, or refuse, a dirty tree?",
+                "allow_dirty_start",
+                "toggle_dirty",
+                graph,
+            )
 
     def action_run_graph(self) -> None:
         """Start a run of the selected graph over a queue picked from the sidebar's
@@ -513,7 +527,9 @@ class CanopyApp(App[None]):
 
         def picked(queue: str | None) -> None:
             if queue is not None:
-                self.act("run", "run", graph, None if queue == bound else queue)
+                over = "its bound specs" if queue == bound else dict(choices)[queue]
+                question = f"Start a run over {over}?"
+                self._confirmed(question, "run", "run", graph, None if queue == bound else queue)
 
         self.push_screen(PickScreen("Run the graph over:", choices), picked)
 
