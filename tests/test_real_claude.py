@@ -258,6 +258,7 @@ def test_the_effort_values_are_the_clis(tmp_path: Path) -> None:
 def test_doctor_checks_ask_the_cli_and_never_the_model(claude: Claude) -> None:
     """The version, who is signed in, and whether each level's argv is accepted."""
     checks = claude.platform(bypass_refused=False).cli_checks()
+    assert checks is not None
     assert (
         json.loads((REPO / "package.json").read_text())["dependencies"]["@anthropic-ai/claude-code"]
         in checks.tested

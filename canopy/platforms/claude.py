@@ -270,7 +270,7 @@ class ClaudePlatform(JsonLinesPlatform):
         after = f" in {wait.total_seconds():.0f}s" if wait is not None else ""
         return RetryNotice(f"Claude API call failed: {what}; retry {attempt}{after}", wait)
 
-    def cli_checks(self) -> CliChecks:
+    def cli_checks(self) -> CliChecks | None:
         """``claude --version``, ``claude auth status --json`` (``loggedIn``: local, no
         model call) and the launch argv with no prompt, which the CLI checks in full
         (options, ``--settings``, the root rule) before it says the prompt is missing.

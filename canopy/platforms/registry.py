@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import shutil
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from canopy.errors import Refused
 from canopy.platforms.base import Platform
@@ -74,10 +74,21 @@ def missing_program(name: str) -> str | None:
     )
 
 
+@dataclass(frozen=True)
+class DemoPlatform(ClaudePlatform):
+    """Claude's adapter on the bundled demo agent: the same argv and output, but nothing
+    for ``canopy doctor`` to check (no version, no sign-in), and nothing it may run to
+    check one: the demo agent does its work whatever it is given."""
+
+    def cli_checks(self) -> None:
+        """Nothing to check: the demo agent is part of Canopy."""
+        return None
+
+
 def _demo() -> Platform:
     """Claude's adapter running the bundled demo agent with this very interpreter."""
     executable = (sys.executable, "-m", "canopy.platforms.demo_agent")
-    return ClaudePlatform(name=DEMO, executable=executable)
+    return DemoPlatform(name=DEMO, executable=executable)
 
 
 def _built_in(name: str, settings: PlatformSettings | None) -> Platform:
