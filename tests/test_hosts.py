@@ -231,8 +231,9 @@ def test_a_run_goes_to_the_named_host_else_the_graphs_else_this_one(
     store: Store, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CANOPY_HOST", "this-box")
-    anywhere = make_graph(store, repo, [NODE], name="anywhere")
-    pinned = make_graph(store, repo, [NODE], name="pinned", host="graph-box")
+    alpha, beta = make_specs(store, "alpha", "beta")
+    anywhere = make_graph(store, repo, [NODE], name="anywhere", specs=[alpha])
+    pinned = make_graph(store, repo, [NODE], name="pinned", host="graph-box", specs=[beta])
 
     def queue_of(graph: str, host: str | None = None) -> str:
         prepared = runs.prepare_run(store, graph, host=host)
@@ -249,7 +250,8 @@ def test_the_git_checks_run_here_unless_the_workdir_is_only_on_another_host(
 ) -> None:
     """A tree that is here is checked whatever the host; a workdir that is not here is
     refused for this host, and left to the worker of the other host it names."""
-    graph = make_graph(store, repo, [NODE])
+    (spec,) = make_specs(store, "alpha")
+    graph = make_graph(store, repo, [NODE], specs=[spec])
     (repo / "scratch.txt").write_text("not committed\n")
     for host in (None, "elsewhere-box"):
         with pytest.raises(Refused, match=r"^workdir \S+ is dirty \(1 dirty path: scratch.txt\)"):

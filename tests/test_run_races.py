@@ -253,7 +253,8 @@ async def test_a_start_waits_for_the_previous_workflow_to_close(
 async def test_a_start_is_refused_while_the_graphs_workflow_keeps_running(
     serving: Client, store: Store, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    graph = make_graph(store, repo, [counting_node(tmp_path / "executions.txt")])
+    (spec,) = make_specs(store, "alpha")
+    graph = make_graph(store, repo, [counting_node(tmp_path / "executions.txt")], specs=[spec])
     with store.transaction() as db:
         db.get_one(Graph, graph).blocker = {"kind": "spec_failed", "message": "m"}
     workflow_id = await lingering_workflow(serving, graph)
@@ -313,7 +314,8 @@ async def test_a_spec_another_run_holds_is_passed_over_and_named_never_blamed(
 
 
 async def test_a_retried_reset_leaves_the_next_run_alone(store: Store, repo: Path) -> None:
-    graph = make_graph(store, repo, [counting_node(repo.parent / "executions.txt")])
+    (spec,) = make_specs(store, "alpha")
+    graph = make_graph(store, repo, [counting_node(repo.parent / "executions.txt")], specs=[spec])
     first = runs.prepare_run(store, graph).start.run_id
     legacy = LegacyRunRecords(store)
     legacy.reset_run(first)

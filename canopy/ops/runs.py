@@ -153,14 +153,9 @@ def _check_start(
         run_workdir = normalize_workdir(workdir) if workdir is not None else row.workdir
         name, allow_dirty_start, graph_host = row.name, row.allow_dirty_start, row.host
         platforms = agent_platforms(row.nodes or [], row.ensembles or {}, row.hooks or {})
-        if queue_id is None and not db.scalar(
+        nothing_to_do = queue_id is None and not db.scalar(
             select(GraphSpec.spec_id).where(GraphSpec.graph_id == graph_id).limit(1)
-        ):
-            raise Refused(
-                f"graph {row.name} has no bound specs, so a run without a queue has nothing "
-                f"to do; run it over a queue (canopy graph run {row.name} --queue QUEUE) or "
-                "bind specs (graph edit, specs)"
-            )
+        )
     run_host = named_host or graph_host or temporal_client.this_host()
     if run_workdir is None:
         raise Refused(f"graph {name} has no workdir; pass one with --workdir")
@@ -176,6 +171,12 @@ def _check_start(
                     f"workdir {run_workdir} is dirty ({describe_dirty(state)}); commit or "
                     "stash, or set allow_dirty_start on the graph"
                 )
+    if nothing_to_do:
+        raise Refused(
+            f"graph {name} has no bound specs, so a run without a queue has nothing to do; "
+            f"run it over a queue (canopy graph run {name} --queue QUEUE) or bind specs "
+            "(graph edit, specs)"
+        )
     return CheckedStart(graph_id, name, queue_id, run_workdir, run_host, tree_checked)
 
 
