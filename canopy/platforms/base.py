@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -283,12 +284,21 @@ def json_event(line: str) -> dict[str, Any] | None:
     """The JSON object on this line, or ``None`` for plain text (stderr, banners, blanks).
 
     Harnesses interleave JSON events with plain text; only whole-line objects are events.
+    The event is shared with every other reader of the same line: never change it.
     """
     stripped = line.strip()
     if not stripped.startswith("{"):
         return None
+    return _json_object(stripped)
+
+
+@lru_cache(maxsize=4)
+def _json_object(text: str) -> dict[str, Any] | None:
+    """``text`` parsed, once for the several questions asked of one line in a row (the
+    output watcher asks each line's session id, whether it is a retry notice and whether
+    it is progress, which parsed it three to four times)."""
     try:
-        value = json.loads(stripped)
+        value = json.loads(text)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
