@@ -1,7 +1,8 @@
 """One data dir talks to one server: the one it started, on the ports it started it on,
 whether that server runs or not. A second Canopy on other ports, once its server is
 stopped, never reaches the first one's server through any command (two real dev
-servers, the CLI as users run it)."""
+servers, the CLI as users run it); and a run is never steered through another Temporal
+than the one it was started on."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from canopy.errors import Refused
+from canopy.ops import control, graphs, runs
+from canopy.store.engine import open_store
+from tests.conftest import make_specs, snapshot
 from tests.daemons import TIMEOUT, free_ports
+from tests.engine import git_repo, make_graph
 
 pytestmark = pytest.mark.server
 
@@ -78,3 +84,33 @@ def test_a_stopped_data_dirs_commands_never_reach_another_server(
         int(other_ui_port),
     )
     assert "daemon down: no worker polls" in canopy(second, "server", "check").stdout
+
+
+async def test_a_run_is_never_steered_through_another_server_than_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run records the Temporal it was started on; once the data dir talks to another
+    (here: TEMPORAL_ADDRESS set), steering it and checking it say so in one line naming
+    both, and nothing is sent."""
+    monkeypatch.setenv("CANOPY_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CANOPY_DB_URL", raising=False)
+    store = open_store()
+    (spec,) = make_specs(store, "alpha")
+    graph = make_graph(store, git_repo(tmp_path / "repo"), [{"name": "n", "command": "true"}],
+                       specs=[spec])  # fmt: skip
+    monkeypatch.setenv("TEMPORAL_ADDRESS", "127.0.0.1:17233")
+    prepared = runs.prepare_run(store, graph)  # recorded; the workflow is not asked
+    monkeypatch.setenv("TEMPORAL_ADDRESS", "127.0.0.1:27233")
+    said = (
+        f"run {prepared.start.run_id} of graph build was started on Temporal at "
+        "127.0.0.1:17233, but this data dir now talks to 127.0.0.1:27233; to reach it "
+        "there: TEMPORAL_ADDRESS=127.0.0.1:17233 canopy …"
+    )
+    before = snapshot(store)
+    with pytest.raises(Refused) as refused:
+        await control.graph_pause(store, graph)
+    assert refused.value.message == said
+    assert snapshot(store) == before
+    info = graphs.graph_info(store, graph)
+    assert info.runs[0].temporal_address == "127.0.0.1:17233"
+    assert await control.consistency_warning(info) == said

@@ -130,8 +130,12 @@ class _WorkflowGone(Exception):
 async def _send(
     store: Store | Rows, state: GraphState, control: Control, wait: float
 ) -> dict[str, Any]:
-    """Signal the active run's workflow, then wait for the store to show the effect."""
+    """Signal the active run's workflow, then wait for the store to show the effect; never
+    through another Temporal than the one the run was started on."""
     run = checks.require_run(state)
+    problem = checks.elsewhere(state.name, run.id, run.temporal_address)
+    if problem is not None:
+        raise Refused(problem)
     client = await temporal_client.connect()
     handle = client.get_workflow_handle(run.workflow_id)
     try:
@@ -360,6 +364,9 @@ async def consistency_warning(info: GraphInfo) -> str | None:
     run = info.active_run
     if run is None or run.workflow_id is None:
         return f"{ahead} has no active run; {reset}"
+    elsewhere = checks.elsewhere(info.name, run.id, run.temporal_address)
+    if elsewhere is not None:
+        return elsewhere
     try:
         client = await asyncio.wait_for(temporal_client.connect(), CONNECT_TIMEOUT_SECONDS)
     except (Refused, TimeoutError) as error:

@@ -43,6 +43,8 @@ class ActiveRun:
     id: str
     workflow_id: str
     queue_id: str | None
+    temporal_address: str | None = None
+    """Where its workflow was started (none: a run recorded before addresses were)."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ def read_state(rows: Rows, graph_id: str) -> GraphState:
     (graph,) = found
     active, statuses = queries.bound_list("active", ACTIVE_RUN_STATUSES)
     runs = rows(
-        "SELECT id, workflow_id, queue_id FROM runs"
+        "SELECT id, workflow_id, queue_id, temporal_address FROM runs"
         f" WHERE graph_id = :id AND status IN {active} ORDER BY number DESC LIMIT 1",
         {"id": graph_id, **statuses},
     )
@@ -87,7 +89,7 @@ def read_state(rows: Rows, graph_id: str) -> GraphState:
         blocker=queries.stored_json(graph["blocker"]),
         updated_at=to_iso(graph["updated_at"]),
         nodes=tuple(node["name"] for node in queries.stored_json(graph["nodes"])),
-        run=ActiveRun(runs[0]["id"], runs[0]["workflow_id"], runs[0]["queue_id"]) if runs else None,
+        run=ActiveRun(**runs[0]) if runs else None,
     )
 
 
@@ -134,6 +136,21 @@ class Steering:
 
     state: GraphState
     control: Control | None
+
+
+def elsewhere(name: str, run_id: str, started_on: str | None) -> str | None:
+    """Why run ``run_id`` cannot be reached here: its workflow lives on another Temporal
+    than this data dir now talks to (one line naming both), or ``None``."""
+    from canopy.temporal.client import address
+
+    here = address()
+    if started_on is None or started_on == here:
+        return None
+    return (
+        f"run {run_id} of graph {name} was started on Temporal at {started_on}, but this "
+        f"data dir now talks to {here}; to reach it there: TEMPORAL_ADDRESS={started_on} "
+        "canopy …"
+    )
 
 
 def require_run(state: GraphState) -> ActiveRun:

@@ -83,6 +83,8 @@ class RunInfo:
     queue_id: str | None
     workdir: str | None
     workflow_id: str | None
+    temporal_address: str | None
+    """The Temporal frontend its workflow was started on (none: recorded before that)."""
     summary: dict[str, Any] | None
     started_at: str | None
     ended_at: str | None
@@ -334,7 +336,7 @@ def first_active(runs: list[RunInfo]) -> RunInfo | None:
 def _run_rows(rows: Rows, graph_id: str) -> list[Row]:
     """The graph's runs as stored, newest first."""
     return rows(
-        "SELECT id, number, status, queue_id, workdir, workflow_id,"
+        "SELECT id, number, status, queue_id, workdir, workflow_id, temporal_address,"
         " CAST(summary AS TEXT) AS summary, started_at, ended_at, scheduled_resume_at"
         " FROM runs WHERE graph_id = :graph_id ORDER BY number DESC",
         {"graph_id": graph_id},
@@ -350,6 +352,7 @@ def _run_info(run: Row, used: Row) -> RunInfo:
         queue_id=run["queue_id"],
         workdir=run["workdir"],
         workflow_id=run["workflow_id"],
+        temporal_address=run["temporal_address"],
         summary=stored_json(run["summary"]),
         started_at=to_iso(run["started_at"]),
         ended_at=to_iso(run["ended_at"]),

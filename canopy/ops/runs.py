@@ -234,6 +234,7 @@ def _record_run(store: Store, checked: CheckedStart) -> PreparedRun:
             queue_id=checked.queue_id,
             workdir=checked.workdir,
             workflow_id=workflow_id_for(row.id),
+            temporal_address=temporal_client.address(),
             status="running",
             started_at=utcnow(),
         )

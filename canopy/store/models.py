@@ -140,6 +140,8 @@ class Run(Base):
     )
     workdir: Mapped[str] = mapped_column(String(4096))
     workflow_id: Mapped[str] = mapped_column(String(200))
+    temporal_address: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    """The Temporal frontend the workflow was started on (none: recorded before this)."""
     status: Mapped[str] = mapped_column(String(32))
     summary: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
