@@ -97,14 +97,10 @@ class DoctorReport:
 
 def doctor(store: Store | Rows) -> DoctorReport:
     """Check every platform this data dir uses (or the built-in ones, if none yet)."""
-    from canopy.platforms import platform_permissions
-
     with sql_transaction(store) as rows:
         uses = platform_uses(rows)
     if not uses:
-        uses = [
-            Use(name, nearest(platform_permissions(name)), "(not used yet)") for name in BUILT_IN
-        ]
+        uses = [Use(name, nearest(_configured(name)), "(not used yet)") for name in BUILT_IN]
     by_platform: dict[str, list[Use]] = {}
     for use in uses:
         by_platform.setdefault(use.platform, []).append(use)
@@ -119,15 +115,13 @@ def doctor(store: Store | Rows) -> DoctorReport:
 def platform_uses(rows: Rows) -> list[Use]:
     """Where each platform is used: graphs' agent nodes, ensemble members and agent
     hooks, and live sessions, each at the level it resolves to now."""
-    from canopy.platforms import platform_permissions
-
     uses: list[Use] = []
 
     def add(platform: object, where: str, *levels: object) -> None:
         if not isinstance(platform, str):
             return
         resolved = [stored_permissions(level) for level in levels]
-        level = nearest(*resolved, _configured(platform_permissions, platform))
+        level = nearest(*resolved, _configured(platform))
         uses.append(Use(platform, level, where))
 
     graphs = rows(
@@ -163,14 +157,15 @@ def platform_uses(rows: Rows) -> list[Use]:
     return uses
 
 
-def _configured(read: Any, platform: str) -> Permissions | None:
+def _configured(platform: str) -> Permissions | None:
     """The platform's level in config.toml; ``None`` when the file says none (or cannot
     be read: that problem is reported where the platform is looked up)."""
+    from canopy.platforms import platform_permissions
+
     try:
-        level: Permissions | None = read(platform)
+        return platform_permissions(platform)
     except Refused:
         return None
-    return level
 
 
 def check_platform(name: str, uses: list[Use]) -> PlatformReport:
