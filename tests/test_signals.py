@@ -15,6 +15,7 @@ from temporalio.client import Client
 from canopy.ops import control, graphs, notifications, queues, runs
 from canopy.store.engine import Store
 from tests.conftest import make_specs
+from tests.documented import quoted, shape
 from tests.engine import TEMPORAL_BIN, eventually, node_run_of
 
 pytestmark = pytest.mark.server
@@ -107,7 +108,10 @@ async def test_bad_signals_are_ignored_visibly_and_the_run_stays_steerable(
     )
     assert status["queryResult"][0]["waiting_for"] == "continue (paused)", status
     details = await temporal(serving, "workflow", "metadata", *workflow)
-    assert "ignored signal frobnicate" in details and expected[-1] in details
+    documented = quoted("control.md", "ignored signal continue_run at ")
+    last_line = details.strip().splitlines()[-1]
+    assert shape(documented.replace("continue_run", "frobnicate")).fullmatch(last_line), details
+    assert last_line.endswith(expected[-1]), details
     texts = [n["text"] for n in notifications.notifications_list(store)["notifications"]]
     assert f"graph g: run {started['run_id']} ignored signal frobnicate: {expected[-1]}" in texts
     assert graphs.graph_get(store, graph)["status"] == "paused", "still paused, steerable"

@@ -197,7 +197,8 @@ class GraphRunCore:
         self._details = details
         if self._ignored:
             last = self._ignored[-1]
-            details += f"\n\nignored signal {last.signal} at {last.at.isoformat()}: {last.reason}"
+            at = last.at.strftime("%Y-%m-%dT%H:%M:%SZ")  # workflow.now() is UTC
+            details += f"\n\nignored signal {last.signal} at {at}: {last.reason}"
         workflow.set_current_details(details)
 
     async def _spec_ended(
