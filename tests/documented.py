@@ -14,10 +14,12 @@ def quoted(doc: str, starts: str) -> str:
     fences = re.compile(r"^```.*?^```$", re.M | re.S)
     lines = [line for block in fences.findall(text) for line in block.splitlines()]
     prose = re.sub(r"\n\s*", " ", fences.sub("", text))
-    spans = re.findall(r"``\s?(.+?)\s?``|`([^`]+)`", prose)
-    for candidate in [*lines, *(double or single for double, single in spans)]:
-        if candidate.removeprefix("error: ").startswith(starts):
-            return candidate.removeprefix("error: ")
+    spans: list[str] = [
+        found[1] or found[2] for found in re.finditer(r"``\s?(.+?)\s?``|`([^`]+)`", prose)
+    ]
+    for candidate in (str(line).removeprefix("error: ") for line in [*lines, *spans]):
+        if candidate.startswith(starts):
+            return candidate
     raise AssertionError(f"docs/{doc} quotes nothing that starts with {starts!r}")
 
 
