@@ -553,8 +553,8 @@ def fenced_block(markdown: str, language: str) -> str:
 
 def test_the_documented_json_and_toml_examples_are_the_same_valid_graph() -> None:
     doc = (Path(__file__).parent.parent / "docs" / "graphs.md").read_text()
-    as_json = parse_definition(fenced_block(doc, "json"), "build.json")
-    as_toml = parse_definition(fenced_block(doc, "toml"), "build.toml")
+    as_json = parse_definition(fenced_block(doc, "json"), "ship.json")
+    as_toml = parse_definition(fenced_block(doc, "toml"), "ship.toml")
     assert as_json == as_toml
     del as_json["specs"]
     first = validate_definition(as_json).nodes[0]
