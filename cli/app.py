@@ -60,6 +60,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "worker",
         "Run the worker in the foreground (same as `python worker.py`); --json logs JSON lines.",
     ),
+    "notify": (
+        "canopy.cli.notify_cmds",
+        "notify_command",
+        "Send a notification through Apprise (ntfy, Slack, Discord, email, webhooks, …).",
+    ),
     "doctor": (
         "canopy.cli.doctor_cmds",
         "doctor_command",

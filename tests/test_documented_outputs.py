@@ -122,6 +122,14 @@ CASES = {
     "unknown spec status": Case(
         "cli.md", "unknown spec status 'done'", ("spec", "list", "--status", "done")
     ),
+    "notify with nothing to send": Case(
+        "cli.md", "notify needs a --title or a --body", ("notify", "json://127.0.0.1:9/x")
+    ),
+    "notify to no Apprise URL": Case(
+        "cli.md",
+        "notify: URL 2 is not one Apprise",
+        ("notify", "json://h/x", "nope://t", "--body", "b"),
+    ),
     "store unreachable": Case(
         "configuration.md",
         "cannot open the store at postgresql+psycopg://",
