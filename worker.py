@@ -1,7 +1,7 @@
 """The Canopy daemon: hosts Canopy's workflows and activities on Temporal (DESIGN §2, §3).
 
 One process runs two Temporal workers side by side: one on the shared main task queue
-(session delivery, pings, legacy graph runs and their store bookkeeping) and one on this
+(session delivery, legacy graph runs and their store bookkeeping) and one on this
 host's agents task queue (graph runs, with their store calls as local activities; agent,
 command, hook, session turn and git activities, which must run where the workdir is).
 ``CANOPY_HOST`` names the host (default: the host name): main-queue work goes to any
@@ -33,7 +33,6 @@ from canopy.activities.delivery import DeliveryActivities
 from canopy.activities.hooks import HookActivities
 from canopy.activities.legacy import LegacyDelivery, LegacyRunRecords
 from canopy.activities.nodes import NodeActivities
-from canopy.activities.ping import ping
 from canopy.activities.run_state import RunControl
 from canopy.activities.worktree import check_worktree
 from canopy.errors import Refused
@@ -42,12 +41,11 @@ from canopy.store.engine import Store, open_store
 from canopy.temporal import client as temporal_client
 from canopy.workflows.graph_run import GraphRun
 from canopy.workflows.graph_run_v1 import LegacyGraphRun
-from canopy.workflows.ping import PingWorkflow
 from canopy.workflows.session_delivery import SessionDelivery
 
 # --- registry: everything this daemon hosts. New workflows and activities go here. -------
 
-WORKFLOWS: Sequence[type] = (PingWorkflow, LegacyGraphRun, SessionDelivery)
+WORKFLOWS: Sequence[type] = (LegacyGraphRun, SessionDelivery)
 """Workflow classes, served on the main task queue (``GraphRun`` v1 only drains the runs
 started before ``GraphRunV2``)."""
 
@@ -95,7 +93,6 @@ def activities(store: Store) -> Activities:
             delivery.fail_delivery,
         ],
         agents=[
-            ping,
             nodes.dispatch_node,
             nodes.run_agent_node,
             nodes.run_command_node,

@@ -115,7 +115,9 @@ def up(
             verb = "started" if server["started"] else "already running"
             _print_server(server, f"Temporal dev server {verb} (pid {server['pid']})")
         verb = "started" if worker["started"] else "already running"
-        print_line(f"Worker {verb} (pid {worker['pid']}), answered: {worker['ping']}")
+        print_line(
+            f"Worker {verb} (pid {worker['pid']}), polling {', '.join(worker['task_queues'])}"
+        )
         print_line(f"  log:     {worker['log_file']}")
 
     emit(info, json, human)

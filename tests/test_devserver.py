@@ -14,19 +14,19 @@ import signal
 import socket
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.client import WorkflowExecutionStatus
 
 from canopy.temporal import client as temporal_client
 from canopy.temporal import daemon, devserver
-from canopy.workflows.ping import PingWorkflow
 from tests.cli_helpers import Terminal
 from tests.conftest import without_temporal_settings
 from tests.daemons import free_ports, stop_recorded_daemons
+from tests.engine import TEMPORAL_BIN
 
 pytestmark = pytest.mark.server
 
@@ -70,22 +70,27 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         stop_recorded_daemons(tmp_path)
 
 
-async def start_ping(workflow_id: str) -> None:
-    """Start a Ping workflow on the main queue (no worker needed to accept it)."""
+async def start_unserved(workflow_id: str) -> None:
+    """Start a workflow of a type no worker serves (the server accepts it all the same)."""
     client = await temporal_client.connect()
-    await client.start_workflow(
-        PingWorkflow.run,
-        temporal_client.agents_task_queue(),
-        id=workflow_id,
-        task_queue=temporal_client.MAIN_TASK_QUEUE,
-    )
+    await client.start_workflow("Unserved", id=workflow_id, task_queue="nobody-polls")
 
 
-async def ping_result(workflow_id: str) -> str:
-    """Wait (bounded) for the Ping workflow ``workflow_id`` to complete."""
+async def still_running(workflow_id: str) -> bool:
+    """Whether the workflow ``workflow_id`` is open on the server."""
     client = await temporal_client.connect()
-    handle = client.get_workflow_handle_for(PingWorkflow.run, workflow_id)
-    return await asyncio.wait_for(handle.result(), timeout=30)
+    description = await client.get_workflow_handle(workflow_id).describe()
+    return description.status == WorkflowExecutionStatus.RUNNING
+
+
+async def serving(pid: int) -> None:
+    """Wait (bounded) until the server lists worker ``pid`` polling both its queues."""
+    client = await temporal_client.connect()
+    queues = [temporal_client.MAIN_TASK_QUEUE, temporal_client.agents_task_queue()]
+    deadline = asyncio.get_running_loop().time() + 30
+    while not await daemon.polled_by_worker(client, pid, queues):
+        assert asyncio.get_running_loop().time() < deadline, "the worker polls"
+        await asyncio.sleep(0.1)
 
 
 def test_start_status_restart_stop_keeps_workflows(home: Path) -> None:
@@ -107,7 +112,7 @@ def test_start_status_restart_stop_keeps_workflows(home: Path) -> None:
     assert "already running" in again.stdout
     assert canopy_json(home, "server", "start", *ports)["started"] is False
 
-    asyncio.run(start_ping("survives-restart"))
+    asyncio.run(start_unserved("survives-restart"))
     stopped = canopy_json(home, "server", "stop")
     assert stopped == {
         "stopped": True,
@@ -131,7 +136,8 @@ def test_start_status_restart_stop_keeps_workflows(home: Path) -> None:
         text=True,
     )
     try:
-        assert asyncio.run(ping_result("survives-restart")).startswith("pong from ")
+        assert asyncio.run(still_running("survives-restart")), "kept across the restart"
+        asyncio.run(serving(worker.pid))
         worker.send_signal(signal.SIGTERM)
         output, _ = worker.communicate(timeout=30)
     finally:
@@ -186,7 +192,7 @@ def test_start_refuses_a_port_in_use(home: Path) -> None:
     assert not (home / "server.json").exists()
 
 
-def test_up_serves_ping_and_down_stops_everything(home: Path) -> None:
+def test_up_serves_and_down_stops_everything(home: Path) -> None:
     port, ui_port = free_ports(2)
 
     argv = [sys.executable, "-m", "canopy.cli.main", "up", "--port", str(port)]
@@ -195,13 +201,14 @@ def test_up_serves_ping_and_down_stops_everything(home: Path) -> None:
     up = json.loads(watched.stdout)
     # on a terminal, what it is starting and waiting for, with the time elapsed
     assert f"starting the Temporal dev server on port {port} (" in watched.stderr
-    assert f"waiting for the worker (pid {up['worker']['pid']}) to answer a ping (" in (
+    assert f"waiting for the worker (pid {up['worker']['pid']}) to poll its task queues (" in (
         watched.stderr
     )
     assert up["server"]["started"] is True
     assert up["server"]["port"] == port
     assert up["worker"]["started"] is True
-    assert up["worker"]["ping"].startswith("pong from ")
+    agents = temporal_client.agents_task_queue()
+    assert up["worker"]["task_queues"] == [temporal_client.MAIN_TASK_QUEUE, agents]
     worker_pid = up["worker"]["pid"]
     status = canopy_json(home, "server", "status")
     assert status["running"] is True
@@ -217,9 +224,14 @@ def test_up_serves_ping_and_down_stops_everything(home: Path) -> None:
     assert again["server"]["started"] is False
     assert (again["worker"]["started"], again["worker"]["pid"]) == (False, worker_pid)
 
-    workflow_id = f"ping-{uuid.uuid4()}"
-    asyncio.run(start_ping(workflow_id))
-    assert asyncio.run(ping_result(workflow_id)).startswith("pong from ")
+    listed = subprocess.run(
+        [str(TEMPORAL_BIN), "workflow", "list", "--address", f"127.0.0.1:{port}", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert json.loads(listed.stdout or "[]") == [], "checking health leaves no workflow behind"
 
     down = canopy_json(home, "down")
     assert down["worker"] == {"stopped": True, "pid": worker_pid, "forced": False}

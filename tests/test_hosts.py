@@ -13,7 +13,6 @@ import socket
 import sys
 import uuid
 from collections.abc import AsyncIterator
-from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
@@ -22,7 +21,6 @@ import pytest_asyncio
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from canopy.contracts.ping import PING_WORKFLOW
 from canopy.errors import Refused
 from canopy.ops import control, graphs, runs, sessions
 from canopy.store.engine import Store
@@ -30,7 +28,7 @@ from canopy.temporal import client as temporal_client
 from tests import engine
 from tests.cli_helpers import run_canopy
 from tests.conftest import make_specs, snapshot
-from tests.engine import SETTLE_TIMEOUT, git_repo, make_graph, running_workers
+from tests.engine import SETTLE_TIMEOUT, eventually, git_repo, make_graph, running_workers
 
 pytestmark = pytest.mark.server
 
@@ -129,15 +127,12 @@ async def test_canopy_host_names_the_queue_the_worker_serves(
     worker_process: str, dev_server: Client
 ) -> None:
     host = worker_process
-    reply = await dev_server.execute_workflow(
-        PING_WORKFLOW,
-        f"canopy-agents@{host}",
-        id=f"ping-{uuid.uuid4()}",
-        task_queue=temporal_client.MAIN_TASK_QUEUE,
-        execution_timeout=timedelta(seconds=SETTLE_TIMEOUT),
-        result_type=str,
-    )
-    assert reply == f"pong from {host}", "the reply names the host the worker serves as"
+
+    async def polled(queue: str) -> bool:
+        return await control.recently_polled(dev_server, queue, "activity")
+
+    await eventually(lambda: polled(f"canopy-agents@{host}"), "the host's queue polled")
+    assert not await polled(f"canopy-agents@{a_host('beta')}"), "no other host's"
 
 
 async def test_a_run_on_a_named_host_runs_its_nodes_on_that_hosts_worker(

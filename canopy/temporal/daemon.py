@@ -3,35 +3,38 @@
 ``up`` starts the dev server if needed (unless the connection settings name a server:
 ``TEMPORAL_ADDRESS`` or a ``temporal.toml`` profile, in which case that server is someone
 else's to manage), then the worker daemon detached in its own session, and returns only
-once a ``Ping`` workflow has made the round trip through both task queues, so "up" means
-"serving". ``down`` stops the worker gracefully first (so
+once the server has seen that very worker process polling both its task queues, so "up"
+means "serving". It asks the server about the queues' pollers rather than running a
+workflow through them: a health check must not leave a workflow in the list users read
+every morning. ``down`` stops the worker gracefully first (so
 in-flight activities can finish against a live server), then the embedded server. Both
 are idempotent. temporalio is imported only inside the readiness check and the reading
 of the connection settings.
 """
 
 import asyncio
-import contextlib
 import os
 import subprocess
 import sys
-import uuid
-from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from canopy import search_attributes
-from canopy.contracts.ping import PING_WORKFLOW
 from canopy.errors import Refused
 from canopy.paths import canopy_home
 from canopy.temporal import client as temporal_client
 from canopy.temporal import devserver
 from canopy.temporal.devserver import Stage
 
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
 WORKER_MODULE = "canopy.worker"
 """Run as ``python -m canopy.worker``; also the argument that identifies worker processes."""
 
 READY_TIMEOUT = 60.0
+POLL_SECONDS = 0.1
+"""How often ``up`` asks the server whether the new worker polls yet."""
 STOP_TIMEOUT = 30.0
 """Longer than the worker's own graceful shutdown, so SIGKILL is a last resort."""
 
@@ -91,52 +94,66 @@ def _spawn_worker() -> int:
     return process.pid
 
 
-async def _ping(pid: int, timeout: float) -> str:
-    """Run the Ping workflow, refusing if the worker dies or does not answer in time."""
+async def _serving(pid: int, timeout: float) -> list[str]:
+    """The task queues worker ``pid`` polls, once the server has seen it poll the main
+    queue for workflow tasks and this host's agents queue for activity tasks; refused if
+    the worker dies or does not poll both in time."""
     client = await temporal_client.connect()
-    handle = await client.start_workflow(
-        PING_WORKFLOW,
-        temporal_client.agents_task_queue(),
-        id=f"canopy-ping-{uuid.uuid4()}",
-        task_queue=temporal_client.MAIN_TASK_QUEUE,
-        execution_timeout=timedelta(seconds=timeout),
-        result_type=str,
-    )
-    result = asyncio.ensure_future(handle.result())
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not result.done():
+    queues = [temporal_client.MAIN_TASK_QUEUE, temporal_client.agents_task_queue()]
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await polled_by_worker(client, pid, queues):
         if not devserver.process_alive(pid, WORKER_MODULE):
             problem = "the worker exited during start"
-        elif asyncio.get_running_loop().time() >= deadline:
-            problem = f"the worker did not answer a ping within {timeout:g}s"
+        elif loop.time() >= deadline:
+            problem = f"the worker did not poll {' and '.join(queues)} within {timeout:g}s"
         else:
-            await asyncio.wait({result}, timeout=0.1)
+            await asyncio.sleep(POLL_SECONDS)
             continue
-        result.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await result
         raise Refused(f"{problem} (log: {log_file()})")
-    reply: str = result.result()
-    return reply
+    return queues
+
+
+async def polled_by_worker(client: "Client", pid: int, queues: list[str]) -> bool:
+    """Whether the server lists the worker process ``pid`` (the SDK's default identity
+    is ``pid@hostname``) among the pollers of the main queue's workflow tasks and of the
+    agents queue's activity tasks: a worker serves both or neither."""
+    from temporalio.api.enums.v1 import TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    main, agents = queues
+    for queue, kind in (
+        (main, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW),
+        (agents, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY),
+    ):
+        response = await client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=client.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind
+            )
+        )
+        if not any(poller.identity.startswith(f"{pid}@") for poller in response.pollers):
+            return False
+    return True
 
 
 def _ensure_worker(timeout: float, stage: Stage) -> dict[str, Any]:
-    """Start the worker unless it runs, then prove it serves with a ping."""
+    """Start the worker unless it runs, then prove it serves: the server saw it poll."""
     with devserver.exclusive("worker"):
         pid = worker_pid()
         started = pid is None
         if pid is None:
             stage("starting the worker")
             pid = _spawn_worker()
-        stage(f"waiting for the worker (pid {pid}) to answer a ping")
+        stage(f"waiting for the worker (pid {pid}) to poll its task queues")
         try:
-            reply = asyncio.run(_ping(pid, timeout))
+            queues = asyncio.run(_serving(pid, timeout))
         except Refused:
             if started:
                 devserver.terminate(pid, WORKER_MODULE, STOP_TIMEOUT)
                 pid_file().unlink(missing_ok=True)
             raise
-        return {"started": started, "pid": pid, "log_file": str(log_file()), "ping": reply}
+        return {"started": started, "pid": pid, "log_file": str(log_file()), "task_queues": queues}
 
 
 def up(
