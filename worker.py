@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any, NoReturn
 
 from temporalio.client import Client
@@ -36,7 +37,9 @@ from canopy.activities.nodes import NodeActivities
 from canopy.activities.run_state import RunControl
 from canopy.activities.worktree import check_worktree
 from canopy.errors import Refused
+from canopy.keep_awake import SleepInhibitor, inhibitor_argv, keep_awake_while
 from canopy.ops.session_wake import wake_stalled_sessions
+from canopy.platforms.config import load_keep_awake
 from canopy.store.engine import Store, open_store
 from canopy.temporal import client as temporal_client
 from canopy.workflows.graph_run import GraphRun
@@ -210,6 +213,21 @@ async def _sweep_sessions(client: Client, store: Store) -> None:
         await asyncio.sleep(SESSION_SWEEP_SECONDS)
 
 
+def _keep_awake(client: Client) -> asyncio.Task[None] | None:
+    """Hold the system's sleep inhibitor while a run is active on this host, unless
+    ``[agents] keep_awake = false`` or the system has none (said once, in the log)."""
+    if not load_keep_awake():
+        log.info("keep-awake is off ([agents] keep_awake = false)")
+        return None
+    argv = inhibitor_argv()
+    if argv is None:
+        log.info("keep-awake: no sleep inhibitor here (systemd-inhibit, caffeinate)")
+        return None
+    host = temporal_client.this_host()
+    active = partial(temporal_client.graph_run_active_on, client, host)
+    return asyncio.create_task(keep_awake_while(active, SleepInhibitor(argv)))
+
+
 def _stop_event() -> asyncio.Event:
     """An event set by the first SIGTERM or SIGINT, which starts the graceful shutdown."""
     stop = asyncio.Event()
@@ -239,10 +257,13 @@ async def serve() -> None:
         client.namespace,
     )
     sweeping = asyncio.create_task(_sweep_sessions(client, store))
+    awake = _keep_awake(client)
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait([stopping, *runs], return_when=asyncio.FIRST_COMPLETED)
     stopping.cancel()
     sweeping.cancel()
+    if awake is not None:
+        awake.cancel()
     await asyncio.gather(*(worker.shutdown() for worker in workers))
     threads.shutdown(wait=False)
     await asyncio.gather(*runs)  # re-raises a worker failure, making the exit code non-zero

@@ -839,7 +839,7 @@ async def test_server_doctor_answers_canopy_doctors_report(
         monkeypatch.setenv(name, value)
     async with connect(mode) as client:
         found = await ok(client, "server", action="doctor")
-    assert sorted(found) == ["ok", "platforms", "root"]
+    assert sorted(found) == ["keep_awake", "ok", "platforms", "root"]
     checked = {platform["platform"]: platform for platform in found["platforms"]}
     assert sorted(checked) == ["claude", "codex", "gemini"]
     for platform in checked.values():

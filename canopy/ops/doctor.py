@@ -84,6 +84,8 @@ class DoctorReport:
     """The whole check; ``ok`` when nothing found would stop a run."""
 
     root: bool
+    keep_awake: str
+    """Whether the worker can keep this machine awake during runs, and how (or why not)."""
     platforms: list[PlatformReport]
     ok: bool
 
@@ -107,9 +109,22 @@ def doctor(store: Store | Rows) -> DoctorReport:
     reports = [check_platform(name, used) for name, used in by_platform.items()]
     return DoctorReport(
         root=os.geteuid() == 0,
+        keep_awake=keep_awake_state(),
         platforms=reports,
         ok=not any(report.blocking for report in reports),
     )
+
+
+def keep_awake_state() -> str:
+    """What the worker of this machine does about sleep while a run is active: ``on
+    (systemd-inhibit)``, ``off ([agents] keep_awake = false)`` or ``unavailable: why``."""
+    from canopy.keep_awake import availability
+    from canopy.platforms.config import load_keep_awake
+
+    if not load_keep_awake():
+        return "off ([agents] keep_awake = false)"
+    available, how = availability()
+    return f"on ({how})" if available else f"unavailable: {how}"
 
 
 def platform_uses(rows: Rows) -> list[Use]:
@@ -305,7 +320,10 @@ def _run(argv: list[str]) -> tuple[str, int | None]:
 def report_lines(report: DoctorReport) -> list[str]:
     """The report for a person, one fact or problem a line (the CLI prints these, the TUI
     shows them): each platform, each level with its argv, then the problems and a verdict."""
-    lines = [f"running as root: {'yes' if report.root else 'no'}"]
+    lines = [
+        f"running as root: {'yes' if report.root else 'no'}",
+        f"keep awake during runs: {report.keep_awake}",
+    ]
     for checked in report.platforms:
         version = checked.version or "version unknown"
         if checked.version and checked.tested_versions:

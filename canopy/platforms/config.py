@@ -116,25 +116,46 @@ def _document(path: Path) -> dict[str, Any]:
         raise Refused(f"config file {path} is not valid TOML: {error}") from error
 
 
+AGENTS_KEYS = ("stall_minutes", "keep_awake")
+"""The keys of the ``[agents]`` table."""
+
+
+def _agents_table(path: Path) -> dict[str, Any]:
+    """The ``[agents]`` table, empty when absent; refused when it is not a table or has a
+    key Canopy does not know (a typo must not silently do nothing)."""
+    agents = _document(path).get("agents", {})
+    if not isinstance(agents, dict):
+        raise Refused(f"config file {path}: 'agents' must be a table ([agents])")
+    unknown = next((key for key in agents if key not in AGENTS_KEYS), None)
+    if unknown is not None:
+        known = ", ".join(AGENTS_KEYS)
+        raise Refused(f"config file {path}: agents.{unknown}: unknown key (known: {known})")
+    return agents
+
+
 def load_stall_minutes() -> float:
     """``[agents] stall_minutes``: the default for agent nodes that do not set their own.
 
     60 minutes when the file does not say; ``0`` turns stall checks off.
     """
     path = config_path()
-    agents = _document(path).get("agents", {})
-    if not isinstance(agents, dict):
-        raise Refused(f"config file {path}: 'agents' must be a table ([agents])")
-    unknown = next((key for key in agents if key != "stall_minutes"), None)
-    if unknown is not None:
-        raise Refused(f"config file {path}: agents.{unknown}: unknown key (known: stall_minutes)")
-    value = agents.get("stall_minutes", DEFAULT_STALL_MINUTES)
+    value = _agents_table(path).get("stall_minutes", DEFAULT_STALL_MINUTES)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise Refused(f"config file {path}: agents.stall_minutes: {value!r} is not a number")
     problem = range_problem(value, STALL_MINUTES)
     if problem is not None:
         raise Refused(f"config file {path}: agents.stall_minutes: {problem}")
     return float(value)
+
+
+def load_keep_awake() -> bool:
+    """``[agents] keep_awake``: whether a worker keeps its machine awake while a run is
+    active on it (default true)."""
+    path = config_path()
+    value = _agents_table(path).get("keep_awake", True)
+    if not isinstance(value, bool):
+        raise Refused(f"config file {path}: agents.keep_awake: {value!r} is not true or false")
+    return value
 
 
 def load_platform_settings() -> dict[str, PlatformSettings]:

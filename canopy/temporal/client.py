@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from canopy.errors import Refused
 from canopy.limits import HOST_MAX_LENGTH, clean_path_safe_name
+from canopy.search_attributes import SEARCH_ATTRIBUTE_STATUS
 from canopy.temporal import devserver
 
 if TYPE_CHECKING:
@@ -121,3 +122,19 @@ async def connect() -> "Client":
             f"{config['namespace']}): start it with `canopy server start` or `canopy up`, "
             f"or set TEMPORAL_ADDRESS or a temporal.toml profile ({error})"
         ) from error
+
+
+async def graph_run_active_on(client: "Client", host: str) -> bool:
+    """Whether a graph run on ``host`` is moving or waiting out a usage limit (not paused,
+    which waits for a person): its workflow is open on the host's agents task queue, with
+    ``CanopyStatus`` ``running`` or ``usage_limit``. On a server without Canopy's search
+    attributes, any open run there counts."""
+    from temporalio.service import RPCError
+
+    open_here = f"TaskQueue = '{agents_task_queue(host)}' AND ExecutionStatus = 'Running'"
+    moving = f"{SEARCH_ATTRIBUTE_STATUS} IN ('running', 'usage_limit')"
+    try:
+        found = await client.count_workflows(f"{open_here} AND {moving}")
+    except RPCError:
+        found = await client.count_workflows(open_here)
+    return found.count > 0
