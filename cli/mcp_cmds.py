@@ -12,6 +12,6 @@ def mcp() -> None:
 
     It speaks MCP on stdin/stdout only and opens no network port.
     """
-    from canopy.cli.mcp_server import serve
+    from canopy.cli.mcp_server.server import serve
 
     serve()

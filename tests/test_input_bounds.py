@@ -29,7 +29,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from typer.testing import CliRunner
 
 from canopy.cli.main import run
-from canopy.cli.mcp_server import build_server
+from canopy.cli.mcp_server.server import build_server
 from canopy.cli.render import printable
 from canopy.errors import Refused
 from canopy.limits import (

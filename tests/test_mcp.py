@@ -28,7 +28,8 @@ from temporalio.client import Client as TemporalClient
 
 from canopy.backlog.specformat import SECTION_NAMES
 from canopy.cli import main
-from canopy.cli.mcp_server import TOOLS, build_server
+from canopy.cli.mcp_server.server import build_server
+from canopy.cli.mcp_server.tools import TOOLS
 from canopy.statuses import SPEC_STATUSES
 from canopy.store.engine import Store
 from tests.cli_helpers import canopy_env
