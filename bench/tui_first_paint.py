@@ -46,7 +46,8 @@ async def paint(workdir: str | None, expected: int, refreshes: int) -> None:
     """The child: start the TUI, say when the Backlog is drawn, then report memory."""
     from textual.widgets import Label
 
-    from canopy.tui.app import REFRESH_SECONDS, CanopyApp
+    from canopy.tui.app import CanopyApp
+    from canopy.tui.view import REFRESH_SECONDS
 
     app = CanopyApp(workdir=workdir)
     async with app.run_test(size=(120, 40)):

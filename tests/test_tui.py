@@ -20,10 +20,11 @@ from textual.widgets import Input, OptionList, Select
 from canopy.ops import queues, sessions, specs
 from canopy.sessions.transcripts import read_turns
 from canopy.store.engine import Store
-from canopy.tui.app import ALL, SECTIONS, CanopyApp
+from canopy.tui.app import CanopyApp
 from canopy.tui.rows import BLOCKED
 from canopy.tui.screens import ConfirmScreen, HelpScreen, ReportScreen
 from canopy.tui.sections import Section
+from canopy.tui.view import ALL, SECTIONS
 from tests import engine
 from tests.cli_helpers import canopy_env
 from tests.conftest import body, snapshot
