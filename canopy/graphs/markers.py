@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING
 
 from canopy.backlog.specformat import SECTION_NAMES
 from canopy.errors import Refused
-from canopy.graphs.shellcontext import CHANGED, Layer, Place, Quoting, ShellReader, Unsafe
+from canopy.graphs.shellcontext import Layer, Place, Quoting, ShellReader
+from canopy.graphs.shellrefusals import CHANGED, Unsafe
 
 if TYPE_CHECKING:
     from jinja2 import Environment, nodes

@@ -1,6 +1,6 @@
 """What a simple shell command does with its words, as far as markers are concerned.
 
-:mod:`canopy.graphs.shellcontext` reads quoting; this module answers the questions that depend on
+:mod:`canopy.graphs.shellscript` reads quoting; this module answers the questions that depend on
 the command a word belongs to: is the next word the script of ``sh -c`` (then a marker in
 it is code for the inner shell), does the command evaluate its arguments as code
 (``eval``, ``trap``, ``let``, ``declare -i``) or read them as variable names, does it
