@@ -37,7 +37,7 @@ from canopy.contracts.graph_run import (
     SpecClosed,
     node_timeout_minutes,
 )
-from canopy.graphs.model import EnsembleNode, stored_node
+from canopy.graphs.nodemodels import EnsembleNode, stored_node
 from canopy.graphs.transitions import default_next
 from canopy.limits import DEFAULT_MAX_VISITS
 from canopy.statuses import ACTIVE_RUN_STATUSES

@@ -37,8 +37,8 @@ from canopy.backlog import specformat
 from canopy.contracts.graph_run import HookFiring, HooksFired
 from canopy.errors import Refused
 from canopy.graphs import markers
+from canopy.graphs.hookmodels import AgentHook, CommandHook, Hook, InteractiveHook, stored_hook
 from canopy.graphs.hooks import SPEC_EVENTS
-from canopy.graphs.model import AgentHook, CommandHook, Hook, InteractiveHook, stored_hook
 from canopy.ops.session_wake import wake_session
 from canopy.ops.sessions import enqueue_hook_message
 from canopy.paths import run_log_dir

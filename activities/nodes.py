@@ -35,7 +35,7 @@ from canopy.backlog import specformat
 from canopy.contracts.graph_run import DispatchOutcome, NodeDispatch, NodeLaunch, NodeResult
 from canopy.errors import Refused
 from canopy.graphs import markers
-from canopy.graphs.model import AgentNode, CommandNode, EnsembleNode
+from canopy.graphs.nodemodels import AgentNode, CommandNode, EnsembleNode
 from canopy.paths import run_log_dir
 from canopy.permissions import Permissions, nearest, stored_permissions
 from canopy.platforms import (

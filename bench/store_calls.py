@@ -38,7 +38,7 @@ def drive(members: int, done: int) -> tuple[dict[str, float], list[tuple[float, 
 
     from canopy.activities.bookkeeping import RunRecords
     from canopy.contracts.graph_run import NodeDispatch, NodeResult, ReadAhead, SpecClose
-    from canopy.graphs.model import CommandNode
+    from canopy.graphs.nodemodels import CommandNode
 
     store, graph, _ids = queue_run_store(members, "canopy-store-calls-")
     store.refresh_statistics()

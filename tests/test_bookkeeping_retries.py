@@ -18,7 +18,7 @@ from canopy.contracts.graph_run import (
     SpecClosed,
     SpecOutcome,
 )
-from canopy.graphs.model import CommandNode
+from canopy.graphs.nodemodels import CommandNode
 from canopy.ids import new_id
 from canopy.ops import graphs
 from canopy.store.engine import Store

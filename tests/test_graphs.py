@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from canopy.errors import Refused
-from canopy.graphs.model import AgentNode, validate_definition
+from canopy.graphs.model import validate_definition
+from canopy.graphs.nodemodels import AgentNode
 from canopy.graphs.parse import parse_definition
 from canopy.ops import graphs, queues, specs
 from canopy.store.engine import Store

@@ -15,7 +15,7 @@ import pytest
 from canopy.activities.detached import ProcessFiles
 from canopy.activities.nodes import _session_to_resume, chosen_session_id
 from canopy.contracts.graph_run import NodeLaunch
-from canopy.graphs.model import stored_node
+from canopy.graphs.nodemodels import stored_node
 from canopy.platforms.claude import ClaudePlatform
 
 

@@ -15,18 +15,9 @@ import pytest
 from pydantic import BaseModel, TypeAdapter
 
 from canopy.contracts.graph_run import NodeLaunch, NodeStep
-from canopy.graphs.model import (
-    AgentConfig,
-    AgentHook,
-    AgentNode,
-    CommandHook,
-    CommandNode,
-    EnsembleNode,
-    InteractiveHook,
-    stored_hook,
-    stored_node,
-    validate_definition,
-)
+from canopy.graphs.hookmodels import AgentHook, CommandHook, InteractiveHook, stored_hook
+from canopy.graphs.model import validate_definition
+from canopy.graphs.nodemodels import AgentConfig, AgentNode, CommandNode, EnsembleNode, stored_node
 from canopy.ops.graph_info_schema import graph_info_schema
 
 PARTS: list[tuple[Callable[[dict[str, Any]], BaseModel], dict[str, Any], type]] = [

@@ -53,7 +53,7 @@ with workflow.unsafe.imports_passed_through():
         read_control,
     )
     from canopy.graphs.hooks import HookEvent
-    from canopy.graphs.model import AgentConfig, AgentNode, CommandNode, EnsembleNode
+    from canopy.graphs.nodemodels import AgentConfig, AgentNode, CommandNode, EnsembleNode
     from canopy.workdir import WorktreeState
     from canopy.workflows import blockers, details
 

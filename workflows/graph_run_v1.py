@@ -25,7 +25,7 @@ with workflow.unsafe.imports_passed_through():
         RunInput,
         RunStatus,
     )
-    from canopy.graphs.model import AgentNode, CommandNode, EnsembleNode
+    from canopy.graphs.nodemodels import AgentNode, CommandNode, EnsembleNode
     from canopy.workflows import blockers
     from canopy.workflows.graph_run_core import (
         NODE_RETRY,

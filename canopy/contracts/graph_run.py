@@ -19,7 +19,7 @@ from canopy.contracts.graph_run_signals import SIGNAL_SKIP_NEXT_SPEC as SIGNAL_S
 from canopy.contracts.graph_run_signals import SIGNAL_STOP as SIGNAL_STOP
 from canopy.contracts.inputs import BareValueAccepted
 from canopy.graphs.hooks import HookEvent
-from canopy.graphs.model import AgentConfig, AgentNode, EnsembleNode, Node
+from canopy.graphs.nodemodels import AgentConfig, AgentNode, EnsembleNode, Node
 from canopy.limits import NODE_TIMEOUT_MINUTES
 from canopy.platforms.usage import HarnessUsage as HarnessUsage  # re-exported: payloads carry it
 from canopy.search_attributes import SEARCH_ATTRIBUTE_BLOCKER, SEARCH_ATTRIBUTE_STATUS

@@ -1,6 +1,6 @@
 """Event-keyed hooks (DESIGN §7): the event vocabulary and the helpers around the model.
 
-The pydantic :class:`~canopy.graphs.model.Hook` checks one hook on its own; what is here
+The pydantic :data:`~canopy.graphs.hookmodels.Hook` checks one hook on its own; what is here
 is the part that is not one hook's business:
 
 * the legacy top-level ``on_completed`` object, folded into ``hooks.on_completed`` before

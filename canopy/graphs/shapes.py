@@ -10,7 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from canopy.graphs.model import AgentConfig, Hook, Node
+from canopy.graphs.hookmodels import Hook
+from canopy.graphs.nodemodels import AgentConfig, Node
 
 
 class SpecRef(BaseModel):

@@ -54,11 +54,11 @@ class _Shape:
 
 
 StoredNode = Annotated[dict[str, Any], _Shape("Node")]
-"""A node as stored: the JSON object of one :data:`~canopy.graphs.model.Node`."""
+"""A node as stored: the JSON object of one :data:`~canopy.graphs.nodemodels.Node`."""
 StoredHook = Annotated[dict[str, Any], _Shape("Hook")]
-"""A hook as stored: the JSON object of one :data:`~canopy.graphs.model.Hook`."""
+"""A hook as stored: the JSON object of one :data:`~canopy.graphs.hookmodels.Hook`."""
 StoredAgent = Annotated[dict[str, Any], _Shape("AgentConfig")]
-"""An ensemble member as stored: one :class:`~canopy.graphs.model.AgentConfig`'s JSON."""
+"""An ensemble member as stored: one :class:`~canopy.graphs.nodemodels.AgentConfig`'s JSON."""
 StoredBlocker = Annotated[dict[str, Any], _Shape("Blocker")]
 """Why the graph stopped, as the engine stored it (:class:`~canopy.graphs.shapes.Blocker`
 names the fields each kind carries)."""
