@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from canopy.cli.render import print_line, print_table
-from canopy.cli.views import blocker_text, cost_text, used_text
+from canopy.cli.views import blocker_text
 from canopy.graphs.kinds import (
     AGENT_HOOK,
     COMMAND_HOOK,
@@ -21,6 +21,7 @@ from canopy.graphs.kinds import (
 )
 from canopy.graphs.transitions import default_next
 from canopy.limits import DEFAULT_MAX_VISITS
+from canopy.usagefmt import cost_text, used_text
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

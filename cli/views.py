@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from canopy.cli.render import print_block, print_line, print_table
+from canopy.usagefmt import cost_text
 
 
 def show_spec_list(specs: list[dict[str, Any]]) -> None:
@@ -128,44 +129,6 @@ def blocker_text(blocker: Mapping[str, Any] | None) -> str:
     if blocker is None:
         return ""
     return blocker.get("message") or blocker.get("kind") or "blocked"
-
-
-def used_text(
-    input_tokens: int | None,
-    output_tokens: int | None,
-    cache_read_tokens: int | None,
-    cache_write_tokens: int | None,
-    cost_usd: float | None,
-) -> str:
-    """``1.2k in · 340 out · 5k cache read · $0.25``: what a harness reported used, in
-    one table cell; what it did not report is left out (blank when it reported nothing)."""
-    parts = [
-        f"{count_text(count)} {what}"
-        for count, what in (
-            (input_tokens, "in"),
-            (output_tokens, "out"),
-            (cache_read_tokens, "cache read"),
-            (cache_write_tokens, "cache write"),
-        )
-        if count is not None
-    ]
-    if cost_usd is not None:
-        parts.append(cost_text(cost_usd))
-    return " · ".join(parts)
-
-
-def count_text(count: int) -> str:
-    """``950``, ``1.2k``, ``3.4M``: a token count at a glance."""
-    if count < 1000:
-        return str(count)
-    if count < 1_000_000:
-        return f"{count / 1000:.1f}k".replace(".0k", "k")
-    return f"{count / 1_000_000:.1f}M".replace(".0M", "M")
-
-
-def cost_text(cost_usd: float) -> str:
-    """``$12.40``, or ``$0.0031`` for less than a dollar, whose cents would hide it."""
-    return f"${cost_usd:.2f}" if cost_usd >= 1 else f"${cost_usd:.4f}"
 
 
 def show_usage(report: dict[str, Any]) -> None:
