@@ -44,6 +44,7 @@ from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import Store
 from canopy.store.models import Graph, GraphSpec, NodeRun, QueueMember, Run, RunSpec, Spec
 from canopy.store.run_records import IGNORED_SIGNALS, set_run_status
+from canopy.temporal.client import this_host
 from canopy.timefmt import utcnow
 from canopy.workdir import WorktreeState
 
@@ -160,19 +161,43 @@ def recorded_launch(db: Session, key: str) -> int | None:
     return db.scalar(select(NodeRun.id).where(NodeRun.launch_key == key))
 
 
-def record_launch(db: Session, key: str, run_id: str, spec_id: str, node: str, visit: int) -> int:
+def record_launch(
+    db: Session,
+    key: str,
+    run_id: str,
+    spec_id: str,
+    node: str,
+    visit: int,
+    *,
+    platform: str | None = None,
+    host: str | None = None,
+) -> int:
+    """A new node run, ``running`` from now; its id. ``platform`` and ``host``, where the
+    launch knows them, are recorded from the start, so the output of a node still running
+    is read as its harness prints it (``graph logs``), from the machine that has it."""
     node_run = NodeRun(
         launch_key=key,
         run_id=run_id,
         spec_id=spec_id,
         node=node,
         visit=visit,
+        platform=platform,
+        host=host,
         status="running",
         started_at=utcnow(),
     )
     db.add(node_run)
     db.flush()
     return node_run.id
+
+
+def _launched_platform(dispatch: NodeDispatch) -> str | None:
+    """The platform a launch runs: an agent node's, or the chosen ensemble member's; none
+    for a command node."""
+    try:
+        return dispatch.agent().platform
+    except ValueError:  # a command node launches no agent
+        return None
 
 
 def _record_end(node_run: NodeRun, result: NodeResult) -> None:
@@ -458,6 +483,8 @@ class RunRecords:
                 dispatch.spec_id,
                 dispatch.node.name,
                 dispatch.visit,
+                platform=_launched_platform(dispatch),
+                host=this_host(),
             )
 
     def record_node_end(self, node_run_id: int, result: NodeResult) -> None:

@@ -18,11 +18,12 @@ from canopy.contracts.graph_run import (
     SpecClosed,
     SpecOutcome,
 )
-from canopy.graphs.nodemodels import CommandNode
+from canopy.graphs.nodemodels import AgentNode, CommandNode, Node
 from canopy.ids import new_id
 from canopy.ops import graphs
 from canopy.store.engine import Store
 from canopy.store.models import NodeRun, Run, RunSpec, Spec
+from canopy.temporal.client import this_host
 from canopy.timefmt import utcnow
 from canopy.workdir import WorktreeState
 from tests.conftest import make_specs
@@ -82,15 +83,17 @@ async def test_a_retried_start_node_run_finds_its_row_instead_of_adding_one(
     assert node_runs(home_store) == 2
 
 
-def a_dispatch(run_id: str, spec_id: str, launch_key: str, guard: bool = False) -> NodeDispatch:
-    """A GraphRunV2 launch of the run's one node for ``spec_id``."""
+def a_dispatch(
+    run_id: str, spec_id: str, launch_key: str, guard: bool = False, node: Node | None = None
+) -> NodeDispatch:
+    """A GraphRunV2 launch of the run's one node (or ``node``) for ``spec_id``."""
     return NodeDispatch(
         run_id=run_id,
         graph_id="unused",
         graph_name="g",
         spec_id=spec_id,
         workdir="/nonexistent",
-        node=CommandNode(name="n", command="true"),
+        node=node or CommandNode(name="n", command="true"),
         launch_key=launch_key,
         spec=NextSpec(spec_id=spec_id, name="alpha"),
         visit=1,
@@ -125,6 +128,22 @@ def test_a_retried_launch_finds_its_node_run_whatever_the_tree(home_store: Store
     assert retried == first, "the tree now holds the node's own edits: not a dirty start"
     assert node_runs(home_store) == 1
     assert passages(home_store) == [(None, "in_progress")]
+
+
+def test_a_launch_records_its_platform_and_host_before_the_node_runs(home_store: Store) -> None:
+    """So the output of a node still running is read as its harness prints it."""
+    run_id = a_run(home_store)
+    alpha, beta = make_specs(home_store, "alpha", "beta")
+    agent = AgentNode(name="n", platform="codex", prompt="Do it.")
+    records = RunRecords(home_store)
+    launched = [
+        records.open_launch(a_dispatch(run_id, alpha, "wf/1", node=agent), refuse_to_guard),
+        records.open_launch(a_dispatch(run_id, beta, "wf/2"), refuse_to_guard),
+    ]
+    with home_store.transaction() as db:
+        recorded = [db.get_one(NodeRun, node_run) for node_run in launched]
+        found = [(n.status, n.platform, n.host) for n in recorded]
+    assert found == [("running", "codex", this_host()), ("running", None, this_host())]
 
 
 def test_a_dirty_tree_launches_nothing_and_claims_nothing(home_store: Store) -> None:
