@@ -7,6 +7,8 @@ the process runs and resume it after a crash), and whether the output shows a us
 limit (so the run can wait for the reset instead of failing the spec). Sessions ask two
 more: the assistant's final reply in a run's output (for the session transcript) and the
 harness's own conversations for a workdir (to resume one Canopy did not start).
+``canopy graph logs`` asks it how a run's output reads for a person (:meth:`Platform.render`
+and :meth:`Platform.render_end`, in the shared forms of :mod:`canopy.platforms.view`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, ClassVar, Literal
 
 from canopy.permissions import Permissions
 from canopy.platforms.usage import HarnessUsage
+from canopy.platforms.view import DENIED, FAILED, LIMIT, RETRY, LogContext, marked, usage_line
 
 LimitKind = Literal["usage", "rate"]
 MIN_LIMIT_WAIT = timedelta(seconds=60)
@@ -223,6 +226,36 @@ class Platform(ABC):
         """
         return None
 
+    def render(self, line: str, seen: LogContext) -> list[str]:
+        """This output line as a person reads it: none, one or several lines.
+
+        ``seen`` is what the run's earlier lines said (one per run's output, fed every
+        line in order). This default serves plain-text harnesses (user-defined platforms):
+        a retry notice after its mark, any other non-blank line as it is, a JSON line,
+        whose shape no one here knows, left out.
+        """
+        notice = self.retry_notice(line)
+        if notice is not None:
+            return [f"{RETRY} {notice.message}"]
+        if not line.strip() or json_event(line) is not None:
+            return []
+        return [line.rstrip()]
+
+    def render_end(self, output: str, seen: LogContext, now: datetime) -> list[str]:
+        """What a finished run came to, after its lines: the text it still held back, each
+        permission denial, the usage limit it hit (with the retry time the engine takes)
+        and the usage it reported, read as the engine reads them, so the log says what
+        ``graph info`` records. ``now`` is when the output was written: a reset the CLI
+        gave as a time of day is read against it.
+        """
+        limit = self.usage_limit(output, now)
+        return [
+            *seen.flush(),
+            *(f"{DENIED} denied: {denial}" for denial in self.denials(output)),
+            *([f"{LIMIT} {limit_wait(limit, now).reason}"] if limit is not None else []),
+            *usage_line(self.usage(output)),
+        ]
+
 
 def rate_limit_backoff(streak: int) -> timedelta:
     """How long to wait out an API rate limit that named no reset, after ``streak``
@@ -334,17 +367,6 @@ def first_line(text: str, limit: int = 300) -> str:
     return ""
 
 
-MAX_DENIAL = 200
-"""The longest a recorded denial line gets (a command can be pages long)."""
-
-
-def denial_line(text: str) -> str:
-    """One denial as it is recorded and shown: on one line (a command may span several),
-    cut to :data:`MAX_DENIAL` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= MAX_DENIAL else f"{flat[: MAX_DENIAL - 1]}…"
-
-
 def option(flag: str, value: str | None) -> list[str]:
     """``[flag, value]`` when the value is set (non-empty), else nothing."""
     return [flag, value] if value else []
@@ -379,6 +401,25 @@ class JsonLinesPlatform(Platform, ABC):
         """Only the harness's events are progress: stderr text (stack traces, banners)
         and its retry notices are not."""
         return json_event(line) is not None and self.retry_notice(line) is None
+
+    def render(self, line: str, seen: LogContext) -> list[str]:
+        """Plain text and retry notices as every platform shows them; a failure event as
+        one marked reading, once (a CLI repeats its failure in its final event); any other
+        event as the adapter shows it (:meth:`render_event`)."""
+        event = json_event(line)
+        if event is None or self.retry_notice(line) is not None:
+            return super().render(line, seen)
+        failure = self.error_text(event)
+        if failure is None:
+            return self.render_event(event, seen)
+        repeated, seen.failure = failure == seen.failure, failure
+        return [] if repeated else [*seen.flush(), *marked(FAILED, failure)]
+
+    @abstractmethod
+    def render_event(self, event: dict[str, Any], seen: LogContext) -> list[str]:
+        """One event that is not a failure, as a person reads it: the agent's text, each
+        tool call with what it works on, each tool call that failed; the CLI's own
+        bookkeeping (session start, its final counts) shows nothing here."""
 
     def failure_lines(self, plain: list[str]) -> list[str]:
         """The plain-text lines that may report this run's failure (all, by default)."""

@@ -82,7 +82,6 @@ from canopy.platforms.base import (
     JsonLinesPlatform,
     RetryNotice,
     UsageLimit,
-    denial_line,
     first_line,
     json_event,
     json_events,
@@ -90,6 +89,7 @@ from canopy.platforms.base import (
     option,
     str_field,
 )
+from canopy.platforms.claude_view import call_target, content_blocks, render_event
 from canopy.platforms.history import (
     harness_home,
     is_workdir,
@@ -104,6 +104,7 @@ from canopy.platforms.history import (
 )
 from canopy.platforms.resets import MONTH_PATTERN, WEEKDAY_PATTERN, clock_reset, from_epoch
 from canopy.platforms.usage import HarnessUsage, amount, count, events_of, main_model, total
+from canopy.platforms.view import LogContext, one_line
 
 # "limit reached" alone also names the context window ("Context limit reached · /compact"),
 # so it only counts next to a reset or as a usage limit; "hit your … limit" names any kind
@@ -150,8 +151,6 @@ _PERMISSION_FLAGS: dict[Permissions, tuple[str, ...]] = {
     "cli": (),
 }
 """Each level's flags (the module docstring says what each allows)."""
-_DENIAL_TARGETS = ("file_path", "notebook_path", "path", "url", "pattern", "query")
-"""The ``tool_input`` keys that name what a refused tool call was aimed at, in order."""
 _SYNTHETIC = "<synthetic>"
 """The ``model`` of assistant messages Claude Code writes itself (errors, limits)."""
 _LIMIT_ERROR = "rate_limit"
@@ -240,7 +239,7 @@ class ClaudePlatform(JsonLinesPlatform):
         calls = {
             str(block.get("id")): block
             for event in events_of(events, "assistant")
-            for block in _content_blocks(event)
+            for block in content_blocks(event)
             if block.get("type") == "tool_use"
         }
         denied: dict[str, tuple[object, object]] = {}
@@ -367,6 +366,10 @@ class ClaudePlatform(JsonLinesPlatform):
             model=main_model(result.get("modelUsage"), "outputTokens") or fallback,
         )
 
+    def render_event(self, event: dict[str, Any], seen: LogContext) -> list[str]:
+        """Text, tool calls and failed tool calls (:mod:`canopy.platforms.claude_view`)."""
+        return render_event(event, seen)
+
     def conversations(self, workdir: Path) -> list[HarnessConversation]:
         """Sessions under ``projects/<dir>`` whose recorded ``cwd`` is ``workdir``."""
         home = harness_home("CLAUDE_CONFIG_DIR", ".claude")
@@ -424,28 +427,9 @@ def _denial_line(tool: object, arguments: object, cwd: str | None) -> str:
     name = tool if isinstance(tool, str) and tool else "a tool"
     command = str_field(arguments, "command")
     if command is not None:
-        return denial_line(f"{name}: {command}")
-    target = next(filter(None, (str_field(arguments, k) for k in _DENIAL_TARGETS)), None)
-    return denial_line(f"{name} {_relative(target, cwd)}" if target else name)
-
-
-def _relative(path: str, cwd: str | None) -> str:
-    """``path`` relative to ``cwd`` when it lies under it, else as given."""
-    if cwd is None or not Path(path).is_absolute():
-        return path
-    try:
-        return str(Path(path).relative_to(cwd))
-    except ValueError:
-        return path
-
-
-def _content_blocks(event: dict[str, Any]) -> list[dict[str, Any]]:
-    """The dict blocks of an event's ``message.content``."""
-    message = event.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    return (
-        [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
-    )
+        return one_line(f"{name}: {command}")
+    target = call_target(arguments, cwd)
+    return one_line(f"{name} {target}" if target else name)
 
 
 def _synthetic(event: dict[str, Any]) -> bool:

@@ -85,7 +85,6 @@ from canopy.platforms.base import (
     JsonLinesPlatform,
     RetryNotice,
     UsageLimit,
-    denial_line,
     first_line,
     json_event,
     json_events,
@@ -93,6 +92,7 @@ from canopy.platforms.base import (
     option,
     str_field,
 )
+from canopy.platforms.codex_view import render_event
 from canopy.platforms.history import (
     harness_home,
     is_workdir,
@@ -106,6 +106,7 @@ from canopy.platforms.history import (
 )
 from canopy.platforms.resets import MONTH_PATTERN, clock_reset, parse_duration
 from canopy.platforms.usage import HarnessUsage, count, events_of, total
+from canopy.platforms.view import LogContext, one_line
 
 TESTED_VERSIONS = ("0.171.0",)
 """The Codex CLI releases Canopy's tests ran (``package.json`` pins the same)."""
@@ -297,6 +298,10 @@ class CodexPlatform(JsonLinesPlatform):
             turns=len(usages) or None,
         )
 
+    def render_event(self, event: dict[str, Any], seen: LogContext) -> list[str]:
+        """Text, tool calls and failed tool calls (:mod:`canopy.platforms.codex_view`)."""
+        return render_event(event, seen)
+
     def conversations(self, workdir: Path) -> list[HarnessConversation]:
         """Rollouts under ``sessions/`` whose ``session_meta`` cwd is ``workdir``."""
         home = harness_home("CODEX_HOME", ".codex")
@@ -371,7 +376,7 @@ def _turn_denials(turn: list[tuple[str, dict[str, Any]]]) -> Iterator[str]:
         call = calls.get(str(item.get("call_id")), {})
         for why in _refusals(texts(item.get("output")), sandboxed):
             what = _refused(call)
-            yield denial_line(f"{what}: {why}" if what else why)
+            yield one_line(f"{what}: {why}" if what else why)
 
 
 def _refusals(pieces: list[str], sandboxed: bool) -> Iterator[str]:

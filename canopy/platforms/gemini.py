@@ -88,7 +88,6 @@ from canopy.platforms.base import (
     JsonLinesPlatform,
     RetryNotice,
     UsageLimit,
-    denial_line,
     first_line,
     json_event,
     json_events,
@@ -97,6 +96,7 @@ from canopy.platforms.base import (
     split_output,
     str_field,
 )
+from canopy.platforms.gemini_view import call_target, render_event
 from canopy.platforms.history import (
     env_dir,
     list_dir,
@@ -112,6 +112,7 @@ from canopy.platforms.history import (
 )
 from canopy.platforms.resets import parse_duration
 from canopy.platforms.usage import HarnessUsage, count, events_of, main_model
+from canopy.platforms.view import LogContext, one_line
 
 _LIMIT_TEXT = re.compile(
     r"RESOURCE_EXHAUSTED|quota exceeded|exceeded your current quota|TerminalQuotaError"
@@ -149,7 +150,6 @@ _REFUSALS = {
     "path_not_in_workspace": "outside the workspace",
 }
 _OUTSIDE_WORKSPACE = "Path not in workspace"
-_DENIAL_TARGETS = ("file_path", "dir_path", "path", "pattern")
 _TERMINAL_QUOTA = "TerminalQuotaError"
 _CHAT_FILE = re.compile(r"session-.+\.jsonl?")
 _PROJECT_ID = re.compile(r"[a-z0-9-]+")
@@ -363,6 +363,10 @@ class GeminiPlatform(JsonLinesPlatform):
             model=model or str_field(init, "model"),
         )
 
+    def render_event(self, event: dict[str, Any], seen: LogContext) -> list[str]:
+        """Text, tool calls and failed tool calls (:mod:`canopy.platforms.gemini_view`)."""
+        return render_event(event, seen)
+
     def conversations(self, workdir: Path) -> list[HarnessConversation]:
         """Chat sessions in the project directories Gemini CLI used for ``workdir``."""
         gemini = _gemini_dir()
@@ -433,10 +437,10 @@ def _denial_line(call: dict[str, Any], reason: str) -> str:
     name = str_field(call, "tool_name") or "a tool"
     arguments = call.get("parameters")
     command = str_field(arguments, "command")
-    target = next(filter(None, (str_field(arguments, key) for key in _DENIAL_TARGETS)), None)
+    target = call_target(arguments)
     if command is not None:
-        return denial_line(f"{name}: {command} ({reason})")
-    return denial_line(f"{name} {target} ({reason})" if target else f"{name} ({reason})")
+        return one_line(f"{name}: {command} ({reason})")
+    return one_line(f"{name} {target} ({reason})" if target else f"{name} ({reason})")
 
 
 def _gemini_dir() -> Path | None:
