@@ -43,6 +43,7 @@ from typing import Any
 from temporalio import activity
 
 from canopy.activities import detached_runner
+from canopy.paths import OUTPUT_LOG
 from canopy.platforms import LONG_RETRY_WAIT, Platform, RetryNotice
 
 HEARTBEAT_SECONDS = 1.0
@@ -80,7 +81,7 @@ class ProcessFiles:
 
     @property
     def output(self) -> Path:
-        return self.directory / "output.log"
+        return self.directory / OUTPUT_LOG
 
     def open_lock(self) -> int:
         """A new descriptor on the lock file (created if need be), for ``flock``."""

@@ -55,6 +55,11 @@ def inside(base: Path, *parts: str) -> Path:
     return joined
 
 
+OUTPUT_LOG = "output.log"
+"""The file in a process's directory (:func:`run_log_dir`, a session turn's) that holds
+everything the process printed; ``graph logs`` reads it there."""
+
+
 def run_log_dir(run_id: str, kind: Literal["nodes", "hooks"], record_id: int) -> Path:
     """``<data dir>/logs/runs/<run>/<kind>/<record id>/``: where one node run's or hook
     run's process keeps its lock, exit status and ``output.log``. Built from ids only,

@@ -1,4 +1,4 @@
-"""``canopy graph …``: define graphs from JSON or TOML files and inspect them.
+"""``canopy graph …``: define graphs from JSON or TOML files, inspect them and their runs.
 
 The operations (SQLAlchemy, pydantic, the graph model) are imported by the commands that
 run them, so ``canopy graph --help`` does not load them.
@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from canopy.cli import control_cmds, run_cmds, views
+from canopy.cli import control_cmds, logs_cmds, run_cmds, views
 from canopy.cli.inputs import read_definition
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import emit
@@ -87,4 +87,5 @@ def delete(graph: str, as_json: JsonFlag = False) -> None:
 
 
 run_cmds.register(app)
+logs_cmds.register(app)
 control_cmds.register(app)

@@ -19,6 +19,8 @@ Behaviour is steered by directives: prompt lines ``FAKE: <verb> <args>`` and the
   retried run does not fail on an already-committed change)
 - ``say TEXT``: an assistant message; ``stderr TEXT``: a line on stderr
 - ``sleep SECONDS``; ``hang``: sleep until killed (after the session id is printed)
+- ``wait-for PATH``: sleep until file PATH exists (a test lets the run go on)
+- ``replay PATH``: print the lines of PATH, a real CLI's recorded output, as they are
 - ``usage INPUT OUTPUT [CACHED] [COST]``: what the run's end reports it used, in this
   format's shape: uncached input, output and cached input tokens, and (Claude Code only:
   the others price nothing) the cost in USD. Without it: Claude 0 tokens at $0, Codex and
@@ -682,6 +684,16 @@ def _hang(args: str, emitter: Emitter) -> None:
         time.sleep(3600)
 
 
+def _wait_for(args: str, emitter: Emitter) -> None:
+    while not Path(args).exists():
+        time.sleep(0.05)
+
+
+def _replay(args: str, emitter: Emitter) -> None:
+    sys.stdout.write(Path(args).read_text(encoding="utf-8"))
+    sys.stdout.flush()
+
+
 def _usage(args: str, emitter: Emitter) -> None:
     words = args.split()
     if not 2 <= len(words) <= 4:
@@ -739,6 +751,8 @@ HANDLERS: dict[str, Handler] = {
     "stderr": _stderr,
     "sleep": _sleep,
     "hang": _hang,
+    "wait-for": _wait_for,
+    "replay": _replay,
     "usage": _usage,
     "exit": _exit,
     "exit-once": _once(_exit),

@@ -286,7 +286,7 @@ def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphI
     runs = [_run_info(run, used.get(run["id"], {})) for run in run_rows]
     active = first_active(runs)
     resume_at = {run["id"]: run["scheduled_resume_at"] for run in run_rows}
-    node_runs = _node_runs(rows, runs[0].id) if runs else []
+    node_runs = node_runs_of(rows, runs[0].id) if runs else []
     return GraphInfo(
         id=row["id"],
         name=row["name"],
@@ -389,7 +389,7 @@ def _hook_runs(rows: Rows, graph_id: str) -> list[HookRunInfo]:
     ]
 
 
-def _node_runs(rows: Rows, run_id: str) -> list[NodeRunInfo]:
+def node_runs_of(rows: Rows, run_id: str) -> list[NodeRunInfo]:
     """One run's node runs in launch order, with the spec's name when it still exists."""
     found = rows(
         "SELECT n.id, n.spec_id, s.name AS spec_name, n.node, n.visit, n.platform, n.status,"

@@ -481,10 +481,11 @@ def _still_running(prepared: PreparedRun) -> str:
 async def wait_until_settled(
     store: Store,
     graph: str,
-    timeout: float,
+    timeout: float | None,
     watch: Callable[[dict[str, Any] | None], None] | None = None,
 ) -> dict[str, Any]:
-    """Wait until the graph is no longer ``running``; refuse on timeout.
+    """Wait until the graph is no longer ``running``; refuse on timeout (``None``: wait as
+    long as it runs, as ``graph logs --follow`` does).
 
     A settled run fires its terminal hooks after writing the graph's status, so once the
     store says completed/failed this also waits for the run's workflow to close: when it
@@ -494,18 +495,19 @@ async def wait_until_settled(
     with store.transaction() as db:
         graph_id = queries.resolve_id(rows_of(db), "graph", graph)
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    deadline = None if timeout is None else loop.time() + timeout
     next_liveness_check = loop.time() + LIVENESS_CHECK_SECONDS
     while True:
         status, blocker, name = _graph_state(store, graph_id)
         if status != "running":
             latest = _latest_workflow_id(store, graph_id)
             if status in ("completed", "failed") and latest is not None:
-                await _workflow_closed(latest, max(deadline - loop.time(), 0.1), name, timeout)
+                left = None if deadline is None else max(deadline - loop.time(), 0.1)
+                await _workflow_closed(latest, left, name, timeout)
             return {"graph_id": graph_id, "name": name, "status": status, "blocker": blocker}
         if watch is not None:
             watch(node_in_flight(store, graph_id))
-        if loop.time() >= deadline:
+        if deadline is not None and loop.time() >= deadline:
             raise Refused(f"graph {name} is still running after {timeout:g} s")
         if loop.time() >= next_liveness_check:
             await _refuse_if_workflow_gone(store, graph_id)
@@ -557,8 +559,11 @@ def _latest_workflow_id(store: Store, graph_id: str) -> str | None:
         )
 
 
-async def _workflow_closed(workflow_id: str, seconds: float, name: str, timeout: float) -> None:
-    """Wait (bounded) for a settled run's workflow to finish firing its terminal hooks.
+async def _workflow_closed(
+    workflow_id: str, seconds: float | None, name: str, timeout: float | None
+) -> None:
+    """Wait (bounded by ``seconds``, unless ``None``) for a settled run's workflow to
+    finish firing its terminal hooks.
 
     Without a reachable Temporal there is nothing to wait for: the store has the verdict.
     """
