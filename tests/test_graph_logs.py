@@ -11,8 +11,10 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import IO
 
 import pytest
+from sqlalchemy import select
 from temporalio.client import Client
 
 from canopy.ops import runs
@@ -33,7 +35,11 @@ COMMAND = "python3 -c 'open('\"'\"'ran.txt'\"'\"', '\"'\"'w'\"'\"').write('\"'\"
 
 
 class Follower:
-    """``canopy graph logs ARGS`` running, its stdout lines collected as they arrive."""
+    """``canopy graph logs ARGS`` running, its stdout lines collected as they arrive.
+
+    Each pipe has one reader, a thread of its own: ``communicate()`` would read stdout
+    too, and whatever it read first would be missing from ``lines``.
+    """
 
     def __init__(self, home: Path, server: Client, *args: str) -> None:
         target = server.service_client.config.target_host
@@ -45,25 +51,35 @@ class Follower:
             text=True,
         )
         self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self._stderr: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read, args=(pipe, into), daemon=True)
+            for pipe, into in (
+                (self.process.stdout, self.lines),
+                (self.process.stderr, self._stderr),
+            )
+        ]
+        for reader in self._readers:
+            reader.start()
 
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.append(line.removesuffix("\n"))
+    @staticmethod
+    def _read(pipe: IO[str] | None, into: list[str]) -> None:
+        assert pipe is not None
+        for line in pipe:
+            into.append(line.removesuffix("\n"))
 
     def shows(self, line: str) -> bool:
         return line in self.lines
 
     async def finish(self, timeout: float = 60) -> tuple[int, str]:
-        """Its exit status and stderr, once it has exited by itself."""
+        """Its exit status and stderr, once it has exited by itself and both are read."""
         try:
-            _, stderr = await asyncio.to_thread(self.process.communicate, timeout=timeout)
+            await asyncio.to_thread(self.process.wait, timeout)
         finally:
             self.process.kill()
-        self._reader.join(timeout)
-        return self.process.returncode, stderr
+        for reader in self._readers:
+            await asyncio.to_thread(reader.join, timeout)
+        return self.process.returncode, "".join(f"{line}\n" for line in self._stderr)
 
 
 def in_order(lines: list[str], wanted: list[str]) -> bool:
@@ -135,6 +151,59 @@ async def test_follow_prints_each_node_as_it_runs_and_exits_when_the_run_settles
     assert record["lines"][:2] == ["✎ add /tmp/tmp54hkvvhh/work/app/x.py", f"$ {COMMAND}"]
     raw = run_canopy(canopy_home, "graph", "logs", "build", "--node", "review", "--raw")
     assert CODEX_STREAM.read_text() in raw.stdout
+
+
+def test_each_look_reads_on_from_the_last_one_as_node_runs_start_and_end(
+    canopy_home: Path, home_store: Store, repo: Path
+) -> None:
+    """What ``--follow`` reads, look by look, without a server: a node run's lines as they
+    are written (a line still being written waits for its newline), its last ones once the
+    store says it ended, and each node run after it, its header (``first``) once."""
+    (spec,) = make_specs(home_store, "Login page")
+    nodes = [{"name": name, "command": "true"} for name in ("implement", "review", "check")]
+    graph = make_graph(home_store, repo, nodes, specs=[spec])
+    run_id = insert_run(home_store, graph, 1, "running")
+    logs = GraphLogs(home_store, "build")
+
+    def launch(node: str) -> Path:
+        with home_store.transaction() as db:
+            row = NodeRun(
+                run_id=run_id, spec_id=spec, node=node, status="running", started_at=utcnow()
+            )
+            db.add(row)
+            db.flush()
+            node_run_id = row.id
+        return run_log_dir(run_id, "nodes", node_run_id) / "output.log"
+
+    def end(node: str, log: Path) -> None:
+        with home_store.transaction() as db:
+            row = db.scalars(select(NodeRun).where(NodeRun.node == node)).one()
+            row.status, row.log_path, row.ended_at = "succeeded", str(log), utcnow()
+
+    def look(**kwargs: bool) -> list[tuple[str, list[str], bool, bool]]:
+        return [(n.node_run.node, n.lines, n.first, n.last) for n in logs.look(**kwargs)]
+
+    assert look() == []
+    implement = launch("implement")
+    assert look() == [("implement", [], True, False)]  # its process has not started yet
+    implement.parent.mkdir(parents=True)
+    implement.write_text("one\ntw")
+    assert look() == [("implement", ["one"], False, False)]
+    with implement.open("a") as log:
+        log.write("o\nthree\nfour")
+    assert look() == [("implement", ["two", "three"], False, False)]
+    end("implement", implement)
+    review = launch("review")
+    assert look() == [("implement", ["four"], False, True), ("review", [], True, False)]
+    review.parent.mkdir(parents=True)
+    review.write_text("looked\n")
+    end("review", review)
+    check = launch("check")
+    check.parent.mkdir(parents=True)
+    check.write_text("checked\n")
+    end("check", check)
+    assert look() == [("review", ["looked"], False, True), ("check", ["checked"], True, True)]
+    assert look() == look(to_the_end=True) == []
 
 
 def test_a_graph_that_never_ran_says_so(canopy_home: Path, home_store: Store, repo: Path) -> None:
