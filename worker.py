@@ -1,9 +1,9 @@
 """The Canopy daemon: hosts Canopy's workflows and activities on Temporal (DESIGN §2, §3).
 
 One process runs two Temporal workers side by side: one on the shared main task queue
-(session delivery, legacy graph runs and their store bookkeeping) and one on this
-host's agents task queue (graph runs, with their store calls as local activities; agent,
-command, hook, session turn and git activities, which must run where the workdir is).
+(session delivery and its store calls) and one on this host's agents task queue (graph
+runs, with their store calls as local activities; agent, command, hook, session turn and
+git activities, which must run where the workdir is).
 ``CANOPY_HOST`` names the host (default: the host name): main-queue work goes to any
 worker, while each machine holding workdirs serves its own ``canopy-agents@<host>``.
 SIGTERM or SIGINT shut both down gracefully, letting in-flight activities finish for a
@@ -32,7 +32,7 @@ from temporalio.worker import Worker
 from canopy.activities.bookkeeping import RunRecords
 from canopy.activities.delivery import DeliveryActivities
 from canopy.activities.hooks import HookActivities
-from canopy.activities.legacy import LegacyDelivery, LegacyRunRecords
+from canopy.activities.legacy import LegacyDelivery
 from canopy.activities.nodes import NodeActivities
 from canopy.activities.run_state import RunControl
 from canopy.activities.worktree import check_worktree
@@ -43,14 +43,12 @@ from canopy.platforms.config import load_keep_awake
 from canopy.store.engine import Store, open_store
 from canopy.temporal import client as temporal_client
 from canopy.workflows.graph_run import GraphRun
-from canopy.workflows.graph_run_v1 import LegacyGraphRun
 from canopy.workflows.session_delivery import SessionDelivery
 
 # --- registry: everything this daemon hosts. New workflows and activities go here. -------
 
-WORKFLOWS: Sequence[type] = (LegacyGraphRun, SessionDelivery)
-"""Workflow classes, served on the main task queue (``GraphRun`` v1 only drains the runs
-started before ``GraphRunV2``)."""
+WORKFLOWS: Sequence[type] = (SessionDelivery,)
+"""Workflow classes, served on the main task queue."""
 
 HOST_WORKFLOWS: Sequence[type] = (GraphRun,)
 """Workflow classes served on this host's agents queue, beside the activities they
@@ -62,8 +60,7 @@ class Activities:
     """The activities each queue's worker serves, bound to the store they read and write."""
 
     main: list[Callable[..., Any]]
-    """Host-independent store calls, on the main task queue: session delivery's, and
-    the legacy ``GraphRun``'s with their old signatures."""
+    """Host-independent store calls, on the main task queue: session delivery's."""
     agents: list[Callable[..., Any]]
     """Activities that touch a workdir (agents, commands, git), on this host's agents queue."""
     host_local: list[Callable[..., Any]]
@@ -73,32 +70,15 @@ class Activities:
 def activities(store: Store) -> Activities:
     """Every activity this daemon hosts, bound to ``store``."""
     records, control, nodes = RunRecords(store), RunControl(store), NodeActivities(store)
-    legacy, delivery = LegacyRunRecords(store), DeliveryActivities(store)
+    delivery = DeliveryActivities(store)
     return Activities(
         main=[
-            legacy.next_spec,
-            legacy.begin_spec,
-            legacy.load_node,
-            legacy.start_node_run,
-            legacy.finish_node_run,
-            legacy.finish_spec,
-            legacy.settle_run,
-            legacy.queue_settlement,
-            legacy.pause_run,
-            legacy.resume_run,
-            legacy.schedule_resume,
-            legacy.reset_run,
-            legacy.allows_dirty_start,
-            legacy.spec_for_run,
-            legacy.group_session,
             LegacyDelivery(store).give_up_message,
             delivery.next_message,
             delivery.fail_delivery,
         ],
         agents=[
             nodes.dispatch_node,
-            nodes.run_agent_node,
-            nodes.run_command_node,
             check_worktree,
             HookActivities(store).fire_hooks,
             delivery.deliver_message,

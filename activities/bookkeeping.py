@@ -3,9 +3,7 @@
 Every write a run makes to the readable record goes through an activity, so the workflow
 stays deterministic and a retried activity finds its earlier write instead of doubling it
 where that matters (spec passages, launches, settling). :class:`RunRecords` holds the
-activities ``GraphRunV2`` calls, bound to the store they write; the functions here take an
-open transaction, so the legacy ``GraphRun`` activities (:mod:`canopy.activities.legacy`)
-share them.
+activities ``GraphRunV2`` calls, bound to the store they write.
 
 Runs of different graphs may drain queues that share specs. A spec is claimed with a
 compare-and-set when its passage opens, so one run at a time has it; the others pass it
@@ -63,7 +61,7 @@ def _pending_count(db: Session, run_id: str) -> int:
     )
 
 
-def next_pending(db: Session, run_id: str) -> NextSpec | None:
+def _next_pending(db: Session, run_id: str) -> NextSpec | None:
     """The next pending spec: queue members in queue order, else bound specs in order.
 
     Read fresh before every spec, so a reorder or an added member during the run counts.
@@ -75,7 +73,7 @@ def next_pending(db: Session, run_id: str) -> NextSpec | None:
 
 
 def next_pending_query(db: Session, run_id: str) -> Select[str, str, str | None]:
-    """The query :func:`next_pending` runs: its id, name and queue group."""
+    """The query :func:`_next_pending` runs: its id, name and queue group."""
     run = db.get_one(Run, run_id)
     if run.queue_id is not None:
         query = (
@@ -94,7 +92,7 @@ def next_pending_query(db: Session, run_id: str) -> Select[str, str, str | None]
     return query.limit(1)
 
 
-def claim(db: Session, run_id: str, spec: NextSpec) -> int | None:
+def _claim(db: Session, run_id: str, spec: NextSpec) -> int | None:
     """Claim the spec for this run and open its passage; ``None`` if the run did not get it.
 
     The claim is a compare-and-set (``pending`` to ``in_progress``): of two runs reaching
@@ -156,12 +154,12 @@ def _clamped_timeout(node: dict[str, Any]) -> dict[str, Any]:
     return {**node, "timeout_minutes": timeout}
 
 
-def recorded_launch(db: Session, key: str) -> int | None:
+def _recorded_launch(db: Session, key: str) -> int | None:
     """The node run an earlier attempt of launch ``key`` recorded."""
     return db.scalar(select(NodeRun.id).where(NodeRun.launch_key == key))
 
 
-def record_launch(
+def _record_launch(
     db: Session,
     key: str,
     run_id: str,
@@ -169,12 +167,12 @@ def record_launch(
     node: str,
     visit: int,
     *,
-    platform: str | None = None,
-    host: str | None = None,
+    platform: str | None,
+    host: str,
 ) -> int:
-    """A new node run, ``running`` from now; its id. ``platform`` and ``host``, where the
-    launch knows them, are recorded from the start, so the output of a node still running
-    is read as its harness prints it (``graph logs``), from the machine that has it."""
+    """A new node run, ``running`` from now; its id. ``platform`` and ``host`` are
+    recorded from the start, so the output of a node still running is read as its
+    harness prints it (``graph logs``), from the machine that has it."""
     node_run = NodeRun(
         launch_key=key,
         run_id=run_id,
@@ -223,7 +221,7 @@ FINAL_OUTCOMES = ("completed", "failed", "skipped")
 ``pending``."""
 
 
-def close_passage(db: Session, passage: RunSpec, outcome: str, ended_node: str | None) -> None:
+def _close_passage(db: Session, passage: RunSpec, outcome: str, ended_node: str | None) -> None:
     """Close ``passage`` and set its spec's status from the outcome."""
     passage.outcome = outcome
     passage.ended_node = ended_node
@@ -231,7 +229,7 @@ def close_passage(db: Session, passage: RunSpec, outcome: str, ended_node: str |
     db.get_one(Spec, passage.spec_id).status = outcome if outcome in FINAL_OUTCOMES else "pending"
 
 
-def has_spec_completed_hooks(graph: Graph) -> bool:
+def _has_spec_completed_hooks(graph: Graph) -> bool:
     return bool((graph.hooks or {}).get("on_spec_completed"))
 
 
@@ -286,7 +284,7 @@ def _ahead(
     node: str | None,
     count_pending: bool,
 ) -> Ahead:
-    upcoming = spec or next_pending(db, run_id)
+    upcoming = spec or _next_pending(db, run_id)
     if upcoming is None:
         return Ahead(pending=0)
     graph = db.get_one(Graph, graph_id)
@@ -368,15 +366,16 @@ class RunRecords:
         with self._store.transaction() as db:
             passage_id = _open_passage(db, request.run_id, request.spec.spec_id)
             if passage_id is None and request.outcome in FINAL_OUTCOMES:
-                passage_id = claim(db, request.run_id, request.spec) or _closed_passage(db, request)
+                claimed = _claim(db, request.run_id, request.spec)
+                passage_id = claimed or _closed_passage(db, request)
                 if passage_id is None:
                     return SpecClosed(passage_id=None, taken=True)
             if passage_id is not None:
                 passage = db.get_one(RunSpec, passage_id)
                 if passage.outcome is None:
-                    close_passage(db, passage, request.outcome, request.ended_node)
+                    _close_passage(db, passage, request.outcome, request.ended_node)
             graph = db.get_one(Graph, request.graph_id)
-            hooks = request.outcome == "completed" and has_spec_completed_hooks(graph)
+            hooks = request.outcome == "completed" and _has_spec_completed_hooks(graph)
             closed = SpecClosed(passage_id=passage_id, spec_completed_hooks=hooks)
             if request.read_ahead and not hooks:
                 closed.ahead = _ahead(
@@ -469,14 +468,14 @@ class RunRecords:
         """
         state = guard(dispatch.workdir) if dispatch.guard else None
         with self._store.transaction() as db:
-            recorded = recorded_launch(db, dispatch.launch_key)
+            recorded = _recorded_launch(db, dispatch.launch_key)
             if recorded is not None:
                 return recorded
             if state is not None and not state.clean:
                 return DispatchOutcome(dirty=state)
-            if claim(db, dispatch.run_id, dispatch.spec) is None:
+            if _claim(db, dispatch.run_id, dispatch.spec) is None:
                 return DispatchOutcome(taken=True)
-            return record_launch(
+            return _record_launch(
                 db,
                 dispatch.launch_key,
                 dispatch.run_id,

@@ -97,9 +97,8 @@ def node_files(launch: NodeLaunch) -> ProcessFiles:
 
 
 class NodeActivities:
-    """The node activities, bound to the store they read specs from and record node runs
-    in. ``dispatch_node`` is ``GraphRunV2``'s; the legacy ``GraphRun`` launches
-    ``run_agent_node`` and ``run_command_node`` itself."""
+    """The node activity, bound to the store it reads specs from and records node runs
+    in."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -121,20 +120,18 @@ class NodeActivities:
             return opened
         launch = dispatch.recorded(opened)
         match launch.node:
-            case CommandNode():
-                result = await self.run_command_node(launch)
-            case AgentNode() | EnsembleNode():
-                result = await self.run_agent_node(launch)
+            case CommandNode() as node:
+                result = await self._run_command_node(launch, node)
+            case AgentNode() | EnsembleNode() as node:
+                result = await self._run_agent_node(launch, node)
         await asyncio.to_thread(self._records.record_node_end, opened, result)
         return DispatchOutcome(result=result)
 
-    @activity.defn
-    async def run_agent_node(self, launch: NodeLaunch) -> NodeResult:
+    async def _run_agent_node(
+        self, launch: NodeLaunch, node: AgentNode | EnsembleNode
+    ) -> NodeResult:
         """Launch the node's agent with its rendered prompt on stdin (resuming a session if
         asked), or adopt the launch an earlier attempt made."""
-        node = launch.node
-        if not isinstance(node, AgentNode | EnsembleNode):
-            raise Refused(f"node {node.name} is not an agent node")
         agent = launch.agent()
         files = node_files(launch)
         values, graph_permissions = await asyncio.to_thread(
@@ -188,13 +185,9 @@ class NodeActivities:
         streak = partial(self._records.limit_streak, launch)
         return await asyncio.to_thread(node_result, launch, files, end, watcher, platform, streak)
 
-    @activity.defn
-    async def run_command_node(self, launch: NodeLaunch) -> NodeResult:
+    async def _run_command_node(self, launch: NodeLaunch, node: CommandNode) -> NodeResult:
         """Run the node's shell command in the workdir (markers read from the environment),
         or adopt the run an earlier attempt started."""
-        node = launch.node
-        if not isinstance(node, CommandNode):
-            raise Refused(f"node {node.name} is not a command node")
         files = node_files(launch)
         watcher = OutputWatcher(files.output, None, None)
         values = await asyncio.to_thread(node_marker_values, self._store, launch)

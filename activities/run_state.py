@@ -31,8 +31,7 @@ SAME_PASSAGE = (RunSpec.run_id == NodeRun.run_id) & (RunSpec.spec_id == NodeRun.
 
 class RunControl:
     """The run-control store writes, as activities bound to the store: ``GraphRunV2``
-    runs them as local activities; the legacy ``GraphRun`` reaches them through
-    :mod:`canopy.activities.legacy`."""
+    runs them as local activities."""
 
     def __init__(self, store: Store) -> None:
         self._store = store

@@ -1,9 +1,9 @@
 """Activity inputs: one model per activity, and the calls runs started by older code make.
 
-Runs in flight across an upgrade reach activities with the payloads their code sent: the
-legacy ``GraphRun`` sends a shared store call's request fields positionally (to the
-activity of the same name in :mod:`canopy.activities.legacy`), and an activity task
-scheduled before an activity took a model carries the bare value it took then.
+Runs in flight across an upgrade reach activities with the payloads their code sent: a
+``SessionDelivery`` started before its failures took a model calls ``give_up_message``
+with two arguments, and an activity task scheduled before an activity took a model
+carries the bare value it took then.
 """
 
 import inspect
@@ -14,48 +14,24 @@ from pydantic import BaseModel
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from canopy.activities.bookkeeping import RunRecords
 from canopy.activities.delivery import DeliveryActivities
-from canopy.activities.legacy import LegacyDelivery, LegacyRunRecords
-from canopy.activities.run_state import RunControl
+from canopy.activities.legacy import LegacyDelivery
 from canopy.contracts.graph_run import HooksFired, WorkdirRef
 from canopy.contracts.session_delivery import DeliveryFailure, MessageRef, SessionRef
 from canopy.ops import notifications, sessions
 from canopy.store.engine import Store
 from canopy.worker import activities
 
-SHARED_CALLS = [
-    method
-    for owner in (RunRecords, RunControl)
-    for name, method in vars(owner).items()
-    if hasattr(LegacyRunRecords, name) and not name.startswith("_")
-]
 
-
-def request_model(method: object) -> type[BaseModel]:
-    """The one parameter's model of a typed activity method."""
-    (_, request) = inspect.signature(method, eval_str=True).parameters.values()  # type: ignore[arg-type]
-    annotation: type[BaseModel] = request.annotation
-    assert issubclass(annotation, BaseModel), method
-    return annotation
-
-
-def test_every_activity_takes_at_most_one_model_but_the_legacy_ones(store: Store) -> None:
+def test_every_activity_takes_at_most_one_model_but_the_legacy_one(store: Store) -> None:
     hosted = activities(store)
     for activity in [*hosted.main, *hosted.agents, *hosted.host_local]:
-        if isinstance(getattr(activity, "__self__", None), LegacyRunRecords | LegacyDelivery):
+        if isinstance(getattr(activity, "__self__", None), LegacyDelivery):
             continue
         parameters = list(inspect.signature(activity, eval_str=True).parameters.values())
         assert len(parameters) <= 1, activity
         for parameter in parameters:
             assert issubclass(parameter.annotation, BaseModel), activity
-
-
-@pytest.mark.parametrize("typed", SHARED_CALLS, ids=lambda method: method.__name__)
-def test_a_legacy_call_takes_its_request_fields_in_order(typed: object) -> None:
-    legacy = getattr(LegacyRunRecords, typed.__name__)  # type: ignore[attr-defined]
-    parameters = list(inspect.signature(legacy).parameters)[1:]
-    assert parameters == list(request_model(typed).model_fields)
 
 
 @pytest.mark.parametrize(

@@ -2,14 +2,10 @@
 a retry whose first attempt's result was lost (a server outage, a killed worker) finds its
 earlier write."""
 
-import dataclasses
-
 import pytest
 from sqlalchemy import func, select
-from temporalio.testing import ActivityEnvironment
 
 from canopy.activities.bookkeeping import RunRecords
-from canopy.activities.legacy import LegacyRunRecords
 from canopy.contracts.graph_run import (
     DispatchOutcome,
     NextSpec,
@@ -50,37 +46,9 @@ def a_run(store: Store) -> str:
     return run_id
 
 
-def attempt(activity_id: str, attempt_number: int) -> ActivityEnvironment:
-    """An activity environment as Temporal would give one attempt of one activity."""
-    environment = ActivityEnvironment()
-    environment.info = dataclasses.replace(
-        environment.info, activity_id=activity_id, attempt=attempt_number
-    )
-    return environment
-
-
 def node_runs(store: Store) -> int:
     with store.transaction() as db:
         return db.scalar(select(func.count()).select_from(NodeRun)) or 0
-
-
-async def test_a_retried_start_node_run_finds_its_row_instead_of_adding_one(
-    home_store: Store,
-) -> None:
-    run_id = a_run(home_store)
-    first = attempt("7", 1).run(
-        LegacyRunRecords(home_store).start_node_run, run_id, "spec-x", "n", 1
-    )
-    retried = attempt("7", 2).run(
-        LegacyRunRecords(home_store).start_node_run, run_id, "spec-x", "n", 1
-    )
-    assert retried == first
-    assert node_runs(home_store) == 1
-    another_launch = attempt("9", 1).run(
-        LegacyRunRecords(home_store).start_node_run, run_id, "spec-x", "n", 2
-    )
-    assert another_launch != first
-    assert node_runs(home_store) == 2
 
 
 def a_dispatch(

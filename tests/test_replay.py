@@ -6,10 +6,6 @@ current workflow code, and the histories committed under ``tests/histories`` (re
 from earlier code) must replay too. When a change to a workflow alters its history shape on
 purpose, re-record with ``CANOPY_RECORD_HISTORIES=1 pytest tests/test_replay.py`` and
 commit the new files with the change.
-
-``tests/histories/v1`` holds histories of the legacy ``GraphRun`` type, recorded before
-``GraphRunV2``: runs of it still in flight drain on :class:`LegacyGraphRun`, so they must
-keep replaying there, untouched.
 """
 
 import json
@@ -31,14 +27,12 @@ from canopy.paths import canopy_home
 from canopy.store.engine import Store
 from canopy.store.models import Graph
 from canopy.workflows.graph_run import GraphRun
-from canopy.workflows.graph_run_v1 import LegacyGraphRun
 from canopy.workflows.session_delivery import SessionDelivery
 from tests.conftest import make_specs
 from tests.engine import FAKE_AGENT, eventually, fake_node, settle
 
 pytestmark = pytest.mark.server
 HISTORIES = Path(__file__).parent / "histories"
-LEGACY_HISTORIES = HISTORIES / "v1"
 SETTLE_TIMEOUT = 60.0
 
 Scenario = Callable[[Client, Store, Path], Awaitable[str]]
@@ -224,7 +218,7 @@ async def histories_of(client: Client, workflow_id: str) -> list[WorkflowHistory
 
 async def replay(history: WorkflowHistory) -> None:
     replayer = Replayer(
-        workflows=[GraphRun, LegacyGraphRun, SessionDelivery],
+        workflows=[GraphRun, SessionDelivery],
         data_converter=pydantic_data_converter,
     )
     await replayer.replay_workflow(history)
@@ -282,12 +276,10 @@ async def test_a_limit_wait_history_replays(
         record(history, HISTORIES / f"{LIMIT_WAIT}-0.json")
 
 
-COMMITTED = sorted(HISTORIES.rglob("*.json"))
+COMMITTED = sorted(HISTORIES.glob("*.json"))
 
 
-@pytest.mark.parametrize(
-    "path", COMMITTED, ids=lambda p: str(p.relative_to(HISTORIES).with_suffix(""))
-)
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda path: path.stem)
 async def test_committed_histories_replay(path: Path) -> None:
     await replay(WorkflowHistory.from_json(path.stem, path.read_text()))
 
@@ -298,9 +290,3 @@ def scenarios_recorded(directory: Path) -> set[str]:
 
 def test_every_scenario_has_a_committed_history() -> None:
     assert scenarios_recorded(HISTORIES) == {*SCENARIOS, LIMIT_WAIT}
-
-
-def test_the_legacy_graph_run_histories_stay() -> None:
-    """Every GraphRun scenario recorded before GraphRunV2, kept for the runs in flight."""
-    graph_runs = {name for name in SCENARIOS if name != "session_delivery"}
-    assert scenarios_recorded(LEGACY_HISTORIES) == {*graph_runs, LIMIT_WAIT}

@@ -20,15 +20,28 @@ from sqlalchemy import select
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
-from canopy.activities.legacy import LegacyRunRecords
-from canopy.contracts.graph_run import NextSpec, RunCounts
+from canopy.activities.bookkeeping import RunRecords
+from canopy.activities.run_state import RunControl
+from canopy.contracts.graph_run import (
+    DispatchOutcome,
+    NextSpec,
+    NodeDispatch,
+    RunCounts,
+    RunInput,
+    RunRef,
+    RunSettlement,
+    SpecClose,
+    SpecOutcome,
+)
 from canopy.errors import Refused
+from canopy.graphs.nodemodels import CommandNode
 from canopy.ops import queues, runs
 from canopy.paths import configured_db_url
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import Store
 from canopy.store.models import Graph, NodeRun, Run
 from canopy.temporal import client as temporal_client
+from canopy.workdir import worktree_state
 from tests.cli_helpers import canopy_env
 from tests.conftest import make_specs, snapshot
 from tests.engine import make_graph, make_queue, worker_for
@@ -282,25 +295,53 @@ async def test_a_spec_another_run_holds_is_passed_over_and_named_never_blamed(
     theirs = runs.prepare_run(store, make_graph(store, repo, nodes, "theirs"), queue=theirs_queue)
     mine_id, theirs_id = mine.start.run_id, theirs.start.run_id
     held = NextSpec(spec_id=alpha, name="alpha")
-    bookkeeping = LegacyRunRecords(store)  # a passage at a time, as GraphRun v1 records it
+    records = RunRecords(store)
 
-    passage = bookkeeping.begin_spec(theirs_id, held)
-    assert passage is not None
-    assert bookkeeping.begin_spec(theirs_id, held) == passage, "a retry finds its passage"
-    assert bookkeeping.begin_spec(mine_id, held) is None, "the other run passes it over"
+    def launch(run: RunInput, spec: NextSpec, key: str) -> DispatchOutcome | int:
+        """The claim and node run record of a launch of ``spec`` (no node runs)."""
+        dispatch = NodeDispatch(
+            run_id=run.run_id,
+            graph_id=run.graph_id,
+            graph_name=run.graph_name,
+            spec_id=spec.spec_id,
+            workdir=run.workdir,
+            node=CommandNode(name="work", command="true"),
+            launch_key=key,
+            spec=spec,
+            visit=1,
+        )
+        return records.open_launch(dispatch, worktree_state)
 
-    beta_passage = bookkeeping.begin_spec(mine_id, NextSpec(spec_id=beta, name="beta"))
-    assert beta_passage is not None
-    bookkeeping.finish_spec(beta_passage, "completed", "work")
-    assert bookkeeping.queue_settlement(mine_id) is None, "alpha is not mine to blame"
+    def close(run: RunInput, spec: NextSpec, outcome: SpecOutcome) -> None:
+        records.close_spec(
+            SpecClose(
+                run_id=run.run_id,
+                graph_id=run.graph_id,
+                spec=spec,
+                outcome=outcome,
+                ended_node="work",
+                read_ahead=False,
+                count_pending=False,
+            )
+        )
+
+    node_run = launch(theirs.start, held, "theirs/1")
+    assert isinstance(node_run, int)
+    assert launch(theirs.start, held, "theirs/1") == node_run, "a retry finds its launch"
+    assert launch(mine.start, held, "mine/1") == DispatchOutcome(taken=True), "passed over"
+
+    beta_spec = NextSpec(spec_id=beta, name="beta")
+    assert isinstance(launch(mine.start, beta_spec, "mine/2"), int)
+    close(mine.start, beta_spec, "completed")
+    assert records.queue_settlement(RunRef(run_id=mine_id)) is None, "alpha is not mine to blame"
 
     (gamma,) = make_specs(store, "gamma")
     queues.queue_add_spec(store, mine_queue, gamma)
-    gamma_passage = bookkeeping.begin_spec(mine_id, NextSpec(spec_id=gamma, name="gamma"))
-    assert gamma_passage is not None
-    bookkeeping.finish_spec(gamma_passage, "failed", "work")
+    gamma_spec = NextSpec(spec_id=gamma, name="gamma")
+    assert isinstance(launch(mine.start, gamma_spec, "mine/3"), int)
+    close(mine.start, gamma_spec, "failed")
     line = f"spec alpha ({alpha}) is being run by {theirs_id} of graph theirs"
-    blocker = bookkeeping.queue_settlement(mine_id)
+    blocker = records.queue_settlement(RunRef(run_id=mine_id))
     assert blocker == {
         "kind": "queue_failed",
         "message": f"1 queue member(s) did not complete: gamma ({gamma}: failed); {line}",
@@ -309,7 +350,9 @@ async def test_a_spec_another_run_holds_is_passed_over_and_named_never_blamed(
         "held_elsewhere": [line],
     }
     counts = RunCounts(completed=1, failed=1, specs_started=2)
-    bookkeeping.settle_run(mine_id, "failed", blocker, counts)
+    records.settle_run(
+        RunSettlement(run_id=mine_id, status="failed", blocker=blocker, counts=counts)
+    )
     assert run_summary(store, mine_id) == {**counts.model_dump(), "held_elsewhere": [line]}
 
 
@@ -317,10 +360,10 @@ async def test_a_retried_reset_leaves_the_next_run_alone(store: Store, repo: Pat
     (spec,) = make_specs(store, "alpha")
     graph = make_graph(store, repo, [counting_node(repo.parent / "executions.txt")], specs=[spec])
     first = runs.prepare_run(store, graph).start.run_id
-    legacy = LegacyRunRecords(store)
-    legacy.reset_run(first)
+    control = RunControl(store)
+    control.reset_run(RunRef(run_id=first))
     second = runs.prepare_run(store, graph).start.run_id
-    legacy.reset_run(first)  # the first attempt's answer was lost: Temporal retries
+    control.reset_run(RunRef(run_id=first))  # the first attempt's answer was lost: a retry
     assert active_runs(store, graph) == [second]
     with store.transaction() as db:
         assert db.get_one(Graph, graph).status == "running"

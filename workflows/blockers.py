@@ -71,7 +71,7 @@ def paused(graph_name: str, upcoming: NextSpec, node: str | None = None) -> dict
 
 
 def _at(node: str | None) -> dict[str, str]:
-    """The blocker's ``node`` when it is known (runs of the legacy type do not say)."""
+    """The blocker's ``node`` when it is known."""
     return {} if node is None else {"node": node}
 
 

@@ -1,10 +1,9 @@
-"""What every GraphRun workflow type shares: its signals and query, pausing and
-continuing, usage-limit waits, ensemble failover, hooks and settling (DESIGN §6).
+"""The graph run's signals and query, pausing and continuing, usage-limit waits,
+ensemble failover, hooks and settling (DESIGN §6).
 
-Deterministic orchestration only. A type says how it reaches the store and launches a
-node (:meth:`GraphRunCore._store`, :meth:`GraphRunCore._run_node`) and how it walks
-the specs; ``GraphRunV2`` (:mod:`canopy.workflows.graph_run`) is the one runs start as, and
-``GraphRun`` (:mod:`canopy.workflows.graph_run_v1`) drains the runs started before it.
+Deterministic orchestration only. ``GraphRunV2`` (:mod:`canopy.workflows.graph_run`)
+says how it reaches the store and launches a node (:meth:`GraphRunCore._store`,
+:meth:`GraphRunCore._run_node`) and how it walks the specs.
 """
 
 import contextlib
@@ -544,8 +543,7 @@ class GraphRunCore:
 
     def _mark(self, start: RunInput, state: RunState, blocker_kind: str | None) -> None:
         """Keep the run's ``CanopyStatus`` and ``CanopyBlocker`` current, for list
-        filters in the Temporal UI and CLI (the legacy type does not: its history must
-        not change)."""
+        filters in the Temporal UI and CLI."""
 
 
 def node_activity_timeout(step: NodeStep) -> timedelta:

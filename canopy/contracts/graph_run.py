@@ -31,11 +31,6 @@ chain of executions when it continues as new. It runs on the agents task queue o
 holding the workdir, with its store bookkeeping as local activities: one round trip per
 node (issue 13)."""
 
-LEGACY_GRAPH_RUN_WORKFLOW = "GraphRun"
-"""The type runs started before ``GraphRunV2`` have (main task queue, every store call a
-remote activity). Its code stays registered so those runs drain to their end; nothing
-starts one any more."""
-
 RunState = Literal["running", "paused", "usage_limit", "completed", "failed", "reset"]
 """A run's ``CanopyStatus`` search attribute."""
 RUN_SEARCH_ATTRIBUTES = (SEARCH_ATTRIBUTE_STATUS, SEARCH_ATTRIBUTE_BLOCKER)
