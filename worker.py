@@ -32,7 +32,6 @@ from temporalio.worker import Worker
 from canopy.activities.bookkeeping import RunRecords
 from canopy.activities.delivery import DeliveryActivities
 from canopy.activities.hooks import HookActivities
-from canopy.activities.legacy import LegacyDelivery
 from canopy.activities.nodes import NodeActivities
 from canopy.activities.run_state import RunControl
 from canopy.activities.worktree import check_worktree
@@ -73,7 +72,6 @@ def activities(store: Store) -> Activities:
     delivery = DeliveryActivities(store)
     return Activities(
         main=[
-            LegacyDelivery(store).give_up_message,
             delivery.next_message,
             delivery.fail_delivery,
         ],

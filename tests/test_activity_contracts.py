@@ -1,9 +1,8 @@
-"""Activity inputs: one model per activity, and the calls runs started by older code make.
+"""Activity inputs: one model per activity, and the bare values older code sent.
 
-Runs in flight across an upgrade reach activities with the payloads their code sent: a
-``SessionDelivery`` started before its failures took a model calls ``give_up_message``
-with two arguments, and an activity task scheduled before an activity took a model
-carries the bare value it took then.
+Runs in flight across an upgrade reach activities with the payloads their code sent: an
+activity task scheduled before an activity took a model carries the bare value it took
+then.
 """
 
 import inspect
@@ -15,7 +14,6 @@ from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from canopy.activities.delivery import DeliveryActivities
-from canopy.activities.legacy import LegacyDelivery
 from canopy.contracts.graph_run import HooksFired, WorkdirRef
 from canopy.contracts.session_delivery import DeliveryFailure, MessageRef, SessionRef
 from canopy.ops import notifications, sessions
@@ -23,11 +21,9 @@ from canopy.store.engine import Store
 from canopy.worker import activities
 
 
-def test_every_activity_takes_at_most_one_model_but_the_legacy_one(store: Store) -> None:
+def test_every_activity_takes_at_most_one_model(store: Store) -> None:
     hosted = activities(store)
     for activity in [*hosted.main, *hosted.agents, *hosted.host_local]:
-        if isinstance(getattr(activity, "__self__", None), LegacyDelivery):
-            continue
         parameters = list(inspect.signature(activity, eval_str=True).parameters.values())
         assert len(parameters) <= 1, activity
         for parameter in parameters:
@@ -54,18 +50,12 @@ def test_a_value_recorded_bare_still_decodes(
     assert converter.from_payloads([new_payload], [model]) == [expected]
 
 
-@pytest.mark.parametrize("legacy", [True, False], ids=["give_up_message", "fail_delivery"])
 def test_a_delivery_given_up_is_failed_recallable_and_notified(
-    store: Store, tmp_path: Path, legacy: bool
+    store: Store, tmp_path: Path
 ) -> None:
     session = sessions.session_new(store, "claude", workdir=str(tmp_path))
     message = sessions.session_send(store, session["id"], "hello")
-    if legacy:
-        LegacyDelivery(store).give_up_message(message["id"], "boom")
-    else:
-        DeliveryActivities(store).fail_delivery(
-            DeliveryFailure(message_id=message["id"], error="boom")
-        )
+    DeliveryActivities(store).fail_delivery(DeliveryFailure(message_id=message["id"], error="boom"))
     failed = sessions.message_get(store, message["id"])
     assert (failed["status"], failed["error"]) == ("failed", "delivery kept failing: boom")
     (notice,) = notifications.notifications_list(store)["notifications"]

@@ -16,7 +16,6 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from canopy.activities.delivery import DeliveryActivities
-    from canopy.activities.legacy import LegacyDelivery
     from canopy.contracts.session_delivery import (
         SESSION_DELIVERY_WORKFLOW,
         SIGNAL_WAKE,
@@ -38,7 +37,9 @@ TURN_RETRY = RetryPolicy(
 )
 """Retries cover lost workers: a retried delivery adopts the turn already running."""
 TYPED_DELIVERY_FAILURE = "typed-delivery-failure"
-"""The patch from ``give_up_message(message_id, error)`` to ``fail_delivery(DeliveryFailure)``."""
+"""The patch from ``give_up_message(message_id, error)`` to ``fail_delivery(DeliveryFailure)``,
+deprecated: a run that gave a message up since recorded its marker, which replay must
+still meet (see :meth:`SessionDelivery._give_up`)."""
 MESSAGES_PER_EXECUTION = 50
 """Continue as new after this many deliveries, keeping each history small."""
 
@@ -105,17 +106,16 @@ class SessionDelivery:
             retry_at = outcome.retry_at
 
     async def _give_up(self, message_id: str, error: str) -> None:
-        """Record the message as failed; runs started before the failure took a model
-        call the legacy activity, as their histories did."""
-        if workflow.patched(TYPED_DELIVERY_FAILURE):
-            await workflow.execute_activity_method(
-                DeliveryActivities.fail_delivery,
-                DeliveryFailure(message_id=message_id, error=error),
-                start_to_close_timeout=BOOKKEEPING_TIMEOUT,
-            )
-            return
+        """Record the message as failed.
+
+        The patch marker stays deprecated, not removed, while a run that gave a message up
+        under ``workflow.patched`` may be open: its history holds the marker, and replay
+        fails on a marker the code no longer asks for. A run that gave one up before the
+        patch (``give_up_message``) no longer replays: Canopy had no release then.
+        """
+        workflow.deprecate_patch(TYPED_DELIVERY_FAILURE)
         await workflow.execute_activity_method(
-            LegacyDelivery.give_up_message,
-            args=[message_id, error],
+            DeliveryActivities.fail_delivery,
+            DeliveryFailure(message_id=message_id, error=error),
             start_to_close_timeout=BOOKKEEPING_TIMEOUT,
         )
