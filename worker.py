@@ -41,7 +41,7 @@ from canopy.ops.session_wake import wake_stalled_sessions
 from canopy.platforms.config import load_keep_awake
 from canopy.store.engine import Store, open_store
 from canopy.temporal import client as temporal_client
-from canopy.workflows.graph_run import GraphRun
+from canopy.workflows.graph_run import GraphRunV2
 from canopy.workflows.session_delivery import SessionDelivery
 
 # --- registry: everything this daemon hosts. New workflows and activities go here. -------
@@ -49,7 +49,7 @@ from canopy.workflows.session_delivery import SessionDelivery
 WORKFLOWS: Sequence[type] = (SessionDelivery,)
 """Workflow classes, served on the main task queue."""
 
-HOST_WORKFLOWS: Sequence[type] = (GraphRun,)
+HOST_WORKFLOWS: Sequence[type] = (GraphRunV2,)
 """Workflow classes served on this host's agents queue, beside the activities they
 dispatch: graph runs live with the workdir they work in."""
 

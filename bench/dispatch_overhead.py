@@ -65,7 +65,7 @@ GRAPH_NAME = "bench-noop"
 QUEUE_NAME = "bench-queue"
 NODE_COMMAND = "true"
 DEFAULT_SPECS_PER_EXECUTION = 100
-"""GraphRun's default (``RunInput.specs_per_execution``), unless the env overrides it."""
+"""GraphRunV2's default (``RunInput.specs_per_execution``), unless the env overrides it."""
 FLOOR_ITEMS_MAX = 500
 """The floor loops over as many items as there are specs, up to this: its per-item cost
 does not depend on length, and one execution of 500 items (~3,000 events) stays under the
@@ -500,7 +500,8 @@ def record_seconds(run: dict[str, Any]) -> float | None:
 
 SPEC_ACTIVITIES = ("begin_spec", "dispatch_node")
 """The activity that begins one spec of this benchmark's one-node graph: ``begin_spec`` in
-``GraphRun`` (an engine before ``GraphRunV2``), the node's own ``dispatch_node`` since."""
+``GraphRun`` (the retired type, before ``GraphRunV2``), the node's own ``dispatch_node``
+since."""
 
 
 async def read_chain(

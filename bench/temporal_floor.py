@@ -72,7 +72,7 @@ async def run_step(step: Step) -> StepResult:
 @workflow.defn(name=FLOOR_WORKFLOW)
 class FloorLoop:
     """A loop over ``items`` items, one activity each, strictly one after the other (as
-    GraphRun works through a queue); returns how many exited 0."""
+    GraphRunV2 works through a queue); returns how many exited 0."""
 
     @workflow.run
     async def run(self, items: int, argv: list[str]) -> int:

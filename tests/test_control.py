@@ -1,8 +1,8 @@
 """Run control from the front (``graph continue|pause|stop|reset``, DESIGN §6.4 to §6.8).
 
 Refusals and the store-only reset need no Temporal. On the real dev server: the commands
-against the real GraphRun workflow, the note when no worker serves the run, and
-``consistency_warning`` — for the query branch a stub workflow stands in for GraphRun, so
+against the real GraphRunV2 workflow, the note when no worker serves the run, and
+``consistency_warning`` — for the query branch a stub workflow stands in for GraphRunV2, so
 the test controls what its ``status`` query answers.
 """
 
@@ -30,7 +30,7 @@ from canopy.store.engine import Store
 from canopy.store.models import Graph, Run, Spec
 from canopy.temporal import client as temporal_client
 from canopy.timefmt import utcnow
-from canopy.workflows.graph_run_core import GraphRunCore
+from canopy.workflows.progress import RunProgress
 from tests.cli_helpers import run_canopy
 from tests.conftest import make_specs, snapshot
 from tests.engine import eventually, make_graph, node_run_of, running_workers
@@ -392,7 +392,7 @@ async def until(store: Store, graph: str, predicate: Callable[[Graph], bool]) ->
 
 @workflow.defn(name="StubRun")
 class StubRun:
-    """Stands in for GraphRun: answers ``status`` with whatever the test last set."""
+    """Stands in for GraphRunV2: answers ``status`` with whatever the test last set."""
 
     def __init__(self) -> None:
         self._status = RunStatus(run_id="")
@@ -453,7 +453,7 @@ async def test_a_run_that_reports_nothing_in_flight_gets_a_warning_unless_a_resu
             f"graph build is running in the store, but workflow {workflow_id} has no node run "
             "in progress and no resume scheduled (it is waiting for continue (paused))"
         )
-        await handle.signal(StubRun.answer, RunStatus(run_id="r", node="check", node_run_id=7))
+        await handle.signal(StubRun.answer, RunStatus(run_id="r", node="check"))
         assert (await graphs.graph_get_async(home_store, graph))["consistency_warning"] is None
 
         resume_at = datetime(2031, 5, 4, 3, 2, 1, tzinfo=UTC)
@@ -509,10 +509,10 @@ async def test_a_workflow_whose_task_keeps_failing_is_reported_not_blamed_on_wor
     started = await runs.graph_run(store, graph)
     await node_running(store, graph, alpha)
 
-    async def broken(*_args: object) -> None:
+    def broken(*_args: object) -> None:
         raise RuntimeError("boom in the workflow")
 
-    monkeypatch.setattr(GraphRunCore, "_park", broken)  # passed through into the sandbox
+    monkeypatch.setattr(RunProgress, "mark", broken)  # passed through into the sandbox
     await control.graph_pause(store, graph, wait=0)
     gate.touch()  # alpha ends; parking before beta now fails every workflow task
 

@@ -1,4 +1,4 @@
-"""GraphRun on the real dev server: queue drains, transitions, settling, the launch guard."""
+"""GraphRunV2 on the real dev server: queue drains, transitions, settling, the launch guard."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""Replay: GraphRun and SessionDelivery stay deterministic across code changes (and
+"""Replay: GraphRunV2 and SessionDelivery stay deterministic across code changes (and
 continue-as-new works).
 
 Each scenario runs on the real dev server; its fresh history is replayed against the
@@ -26,7 +26,7 @@ from canopy.ops.session_wake import wait_for_delivery, wake_session
 from canopy.paths import canopy_home
 from canopy.store.engine import Store
 from canopy.store.models import Graph
-from canopy.workflows.graph_run import GraphRun
+from canopy.workflows.graph_run import GraphRunV2
 from canopy.workflows.session_delivery import SessionDelivery
 from tests.conftest import make_specs
 from tests.engine import FAKE_AGENT, eventually, fake_node, settle
@@ -218,7 +218,7 @@ async def histories_of(client: Client, workflow_id: str) -> list[WorkflowHistory
 
 async def replay(history: WorkflowHistory) -> None:
     replayer = Replayer(
-        workflows=[GraphRun, SessionDelivery],
+        workflows=[GraphRunV2, SessionDelivery],
         data_converter=pydantic_data_converter,
     )
     await replayer.replay_workflow(history)

@@ -7,7 +7,7 @@ Pure functions of their inputs (no I/O, no clock), so the workflow may call them
 from datetime import datetime
 from typing import Any
 
-from canopy.contracts.graph_run import NextSpec, RunCounts
+from canopy.contracts.graph_run import IgnoredSignalRecord, NextSpec, RunCounts
 
 
 def _clock(at: datetime) -> str:
@@ -90,6 +90,13 @@ def usage_limit(resume_at: datetime, counts: RunCounts, limit: str | None = None
         f"**Waiting for a usage limit** to reset: resumes at {_clock(resume_at)} by itself "
         f"(`canopy graph stop` ends the wait){said}\n\n{progress(counts, None)}"
     )
+
+
+def ignored(record: IgnoredSignalRecord) -> str:
+    """``\n\nignored signal continue_run at 2026-12-04T09:12:03Z: …``: the last signal the
+    run did not act on, under whatever else the details say."""
+    at = record.at.strftime("%Y-%m-%dT%H:%M:%SZ")  # workflow.now() is UTC
+    return f"\n\nignored signal {record.signal} at {at}: {record.reason}"
 
 
 def settled(status: str, counts: RunCounts, blocker: dict[str, Any] | None) -> str:

@@ -1,5 +1,6 @@
 """GraphRunV2: one run of a graph over its bound specs or a queue (DESIGN §6); a long run
-is a chain of workflow executions (continue-as-new), one workflow id.
+is a chain of workflow executions (continue-as-new), one workflow id. The class is named
+for its workflow type, the one graph-run type there is.
 
 One round trip per node (issue 13). The workflow runs on the agents task queue of the host
 holding the workdir, so each node activity is handed to that host's worker with the
@@ -15,107 +16,118 @@ effect at the next spec / node launch.
 Between specs the dirty-tree guard runs (in the next node's activity); a dirty tree, a
 ``pause`` or a ``stop`` parks the run (graph ``paused`` with a blocker) until a
 ``continue_run`` signal says how to go on. A usage limit waits on a durable timer instead
-(graph stays ``running``). A spec another run claimed first is passed over.
+(graph stays ``running``), and an ensemble node fails over to its next member. A spec
+another run claimed first is passed over.
+
+Deterministic orchestration only. This class walks the specs, parks, waits and settles;
+a node launch is :mod:`~canopy.workflows.node_launch`'s, what the signals ask is kept by
+:mod:`~canopy.workflows.steering`, what the run shows by :mod:`~canopy.workflows.progress`,
+and the rules of one spec's walk are :mod:`~canopy.workflows.spec_walk`'s.
 """
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
+from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
+    from canopy.activities import worktree
     from canopy.activities.bookkeeping import RunRecords
-    from canopy.activities.nodes import NodeActivities
+    from canopy.activities.hooks import HookActivities
     from canopy.activities.run_state import RunControl
     from canopy.contracts.graph_run import (
         GRAPH_RUN_WORKFLOW,
-        RUN_SEARCH_ATTRIBUTES,
         Ahead,
-        DispatchOutcome,
-        LaunchEnd,
+        DirectedSpec,
+        GraphRef,
+        HookFiring,
         NextSpec,
-        NodeDispatch,
-        NodeResult,
         NodeStep,
         ReadAhead,
+        ResumeSchedule,
         RunInput,
+        RunPause,
         RunRef,
+        RunSettlement,
         RunState,
         RunStatus,
         SpecClose,
         SpecClosed,
         SpecOutcome,
+        WorkdirRef,
     )
-    from canopy.workflows import blockers
-    from canopy.workflows.graph_run_core import (
+    from canopy.graphs.hooks import HookEvent
+    from canopy.workflows import blockers, details
+    from canopy.workflows.node_launch import NodeLauncher, NotLaunched
+    from canopy.workflows.progress import RunProgress
+    from canopy.workflows.spec_walk import (
         DIRTY,
         NODE_RETRY,
         TAKEN,
-        Answer,
-        GraphRunCore,
+        HarnessSession,
         Plan,
-        Request,
         SpecEnd,
         continue_as_new_due,
-        node_activity_timeout,
         where_next,
     )
-    from canopy.workflows.timeouts import BOOKKEEPING_TIMEOUT, PENDING_RECOUNT
-
-
-STATUS_KEY, BLOCKER_KEY = (SearchAttributeKey.for_keyword(name) for name in RUN_SEARCH_ATTRIBUTES)
-
-
-class NotLaunched(Exception):
-    """A node activity that did not launch the node (dirty tree, spec taken): the spec's
-    walk ends there, before any node ran."""
-
-    def __init__(self, outcome: DispatchOutcome) -> None:
-        super().__init__("node not launched")
-        self.outcome = outcome
+    from canopy.workflows.steering import Steering
+    from canopy.workflows.store_calls import store
+    from canopy.workflows.timeouts import GIT_TIMEOUT
 
 
 @workflow.defn(name=GRAPH_RUN_WORKFLOW)
-class GraphRun(GraphRunCore):
+class GraphRunV2:
     """Drain specs through the graph's nodes, record everything, then settle."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self._launches = 0
-        """Node launches so far in this execution: with its run id, a launch's key."""
-        self._guard_first_launch = False
-        """Whether the next launch runs the dirty-tree guard (a spec's first, after a boundary)."""
-        self._marked: tuple[RunState, str | None] = ("running", None)
-        """The search attributes as last set (a start sets ``running``; continue-as-new
-        carries them over)."""
+        self._steering = Steering()
+        self._progress = RunProgress()
+        self._launcher = NodeLauncher(self._steering, self._progress)
+        self._parked = False
+        """Whether the run is parked now (a re-check that stays paused is the same pause)."""
+        self._parks = 0
+        """Parks so far in this execution: with its run id, an ``on_blocked`` occurrence."""
         self._recording: asyncio.Task[None] | None = None
         """The task recording ignored signals (held so it is not collected)."""
-        self._counted_at: datetime | None = None
-        """When the pending specs were last counted (see :data:`PENDING_RECOUNT`)."""
         self._ignored_recorded = 0
+
+    @workflow.query(name="status")
+    def status(self) -> RunStatus:
+        """Current spec and node, scheduled resume, what the run waits for, counts."""
+        return self._progress.status
+
+    @workflow.signal(dynamic=True)
+    def control(self, name: str, inputs: Sequence[RawValue]) -> None:
+        """Every signal, by name (see :class:`Steering`). One the run ignores shows in its
+        details now and is recorded in the store by :meth:`_record_ignored`."""
+        ignored = self._steering.receive(self._progress.status.run_id, name, inputs)
+        if ignored is not None:
+            self._progress.ignored(ignored)
 
     @workflow.run
     async def run(self, start: RunInput) -> str:
         """Run every runnable spec, then settle ``completed`` or ``failed``."""
-        self._status = RunStatus(run_id=start.run_id, counts=start.counts.model_copy())
+        self._progress.start(start)
         self._recording = asyncio.create_task(self._record_ignored())
+        steering = self._steering
         specs_this_execution = 0
         # a fresh run passed the launch guard; a continued one is between two specs
         plan = Plan(guarded=start.continued)
         # what runs next, when it was read as the last spec closed (and nothing since)
         ahead: Ahead | None = None
-        while not self._reset_requested:
+        while not steering.reset_requested:
             if ahead is None or plan.spec is not None or plan.node is not None:
                 ahead = await self._read_ahead(start, plan.spec, plan.node)
             spec = ahead.spec
             if spec is None:
                 return await self._settle_drained(start)
             starts_at = ahead.step.name if ahead.step else plan.node  # {{node}} of a block
-            if self._pause_requested:
-                self._pause_requested = False
+            if steering.pause_requested:
+                steering.pause_requested = False
                 await self._park(start, blockers.paused(start.graph_name, spec, starts_at))
                 plan, ahead = await self._wait_for_continue(start, spec, None), None
                 continue
@@ -144,31 +156,20 @@ class GraphRun(GraphRunCore):
             if isinstance(after, str):
                 return after
             plan = after
-        await self._store(RunControl.reset_run, RunRef(run_id=start.run_id))
-        self._set_details("**Reset**: the graph is idle again")
-        self._mark(start, "reset", None)
+        await store(RunControl.reset_run, RunRef(run_id=start.run_id))
+        self._progress.set_details("**Reset**: the graph is idle again")
+        self._progress.mark("reset", None)
         return "reset"
-
-    def _mark(self, start: RunInput, state: RunState, blocker_kind: str | None) -> None:
-        """Upsert ``CanopyStatus`` and ``CanopyBlocker`` when they change, if the server
-        has them (``start.status_attributes``)."""
-        if not start.status_attributes or self._marked == (state, blocker_kind):
-            return
-        self._marked = (state, blocker_kind)
-        workflow.upsert_search_attributes(
-            [
-                STATUS_KEY.value_set(state),
-                BLOCKER_KEY.value_set(blocker_kind) if blocker_kind else BLOCKER_KEY.value_unset(),
-            ]
-        )
 
     async def _record_ignored(self) -> None:
         """Record each signal the run ignored (see :meth:`control`), as it comes."""
+        ignored = self._steering.ignored
         while True:
-            await workflow.wait_condition(lambda: len(self._ignored) > self._ignored_recorded)
-            ignored = self._ignored[self._ignored_recorded]
-            await self._store(RunControl.record_ignored_signal, ignored)
+            await workflow.wait_condition(lambda: len(ignored) > self._ignored_recorded)
+            await store(RunControl.record_ignored_signal, ignored[self._ignored_recorded])
             self._ignored_recorded += 1
+
+    # --- one spec: its nodes, one launch at a time ----------------------------------------
 
     async def _run_spec(
         self,
@@ -182,8 +183,8 @@ class GraphRun(GraphRunCore):
         """Walk the nodes for one spec from ``first`` (the dirty-tree guard in the first
         launch when ``guard``); how the passage ended, with what runs next if it was read
         as the spec closed."""
-        self._show(spec, None)
-        self._guard_first_launch = guard
+        self._progress.show(spec, None)
+        self._launcher.guard_next = guard
         harness_session = plan.harness_session
         step, node_name = first, plan.node
         visits: dict[str, int] = {}
@@ -196,11 +197,11 @@ class GraphRun(GraphRunCore):
                 end = SpecEnd("failed", step.name)
                 break
             try:
-                result = await self._launch_step(
+                result = await self._launcher.launch(
                     start, spec, step, visits[step.name], harness_session
                 )
             except NotLaunched as not_launched:
-                self._show(None, None)
+                self._progress.show(None, None)
                 if not_launched.outcome.taken:
                     return SpecEnd(TAKEN)
                 return SpecEnd(DIRTY, dirty=not_launched.outcome.dirty)
@@ -218,7 +219,7 @@ class GraphRun(GraphRunCore):
         )
         outcome = cast(SpecOutcome, end.outcome)  # every end above is a spec outcome
         closed = await self._close(start, spec, outcome, end.node, read_ahead and goes_on)
-        self._show(None, None)
+        self._progress.show(None, None)
         if closed.taken:
             return SpecEnd(TAKEN)
         if end.outcome == "completed" and closed.spec_completed_hooks:
@@ -226,59 +227,7 @@ class GraphRun(GraphRunCore):
         end.ahead = closed.ahead if closed.ahead.read else None
         return end
 
-    async def _run_node(
-        self,
-        start: RunInput,
-        spec: NextSpec,
-        step: NodeStep,
-        visit: int,
-        resume_session_id: str | None,
-        member: int | None,
-    ) -> NodeResult:
-        """One node launch, its bookkeeping done by the node activity itself (stoppable by
-        signal); :class:`NotLaunched` when the guard or another run's claim kept it back.
-
-        When the activity fails or is cancelled it could not record the node run's end,
-        and a local activity does.
-        """
-        self._launches += 1
-        launch_key = f"{workflow.info().run_id}/{self._launches}"
-        guard, self._guard_first_launch = self._guard_first_launch, False
-        self._show(spec, step.name)
-        dispatch = NodeDispatch(
-            run_id=start.run_id,
-            graph_id=start.graph_id,
-            graph_name=start.graph_name,
-            spec_id=spec.spec_id,
-            workdir=start.workdir,
-            node=step.definition,
-            ensemble_members=step.ensemble_members,
-            resume_session_id=resume_session_id,
-            member=member,
-            launch_key=launch_key,
-            spec=spec,
-            visit=visit,
-            guard=guard,
-        )
-        handle = workflow.start_activity_method(
-            NodeActivities.dispatch_node,
-            dispatch,
-            task_queue=start.agents_task_queue,
-            start_to_close_timeout=node_activity_timeout(step),
-            heartbeat_timeout=timedelta(seconds=start.heartbeat_timeout_seconds),
-            retry_policy=NODE_RETRY,
-            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            summary=f"{spec.name} · {step.name} (visit {visit})",
-        )
-        done, stopping = await self._await_node(handle)
-        if isinstance(done, DispatchOutcome):
-            if done.result is None:
-                raise NotLaunched(done)
-            return self._stopped(done.result, stopping)
-        await self._store(
-            RunRecords.record_launch_end, LaunchEnd(launch_key=launch_key, result=done)
-        )
-        return self._stopped(done, stopping)
+    # --- what runs next, and closing a spec ---------------------------------------------
 
     async def _read_ahead(
         self, start: RunInput, spec: NextSpec | None, node: str | None, count_pending: bool = True
@@ -291,8 +240,8 @@ class GraphRun(GraphRunCore):
             node=node,
             count_pending=count_pending,
         )
-        ahead = await self._store(RunRecords.read_ahead, request)
-        self._keep_pending(ahead)
+        ahead = await store(RunRecords.read_ahead, request)
+        self._progress.keep_pending(ahead)
         return ahead
 
     async def _close(
@@ -311,30 +260,226 @@ class GraphRun(GraphRunCore):
             outcome=outcome,
             ended_node=node,
             read_ahead=read_ahead,
-            count_pending=self._counted_at is None
-            or workflow.now() - self._counted_at >= PENDING_RECOUNT,
+            count_pending=self._progress.recount_due(),
         )
-        closed = await self._store(RunRecords.close_spec, request)
+        closed = await store(RunRecords.close_spec, request)
         if closed.ahead.read:
-            self._keep_pending(closed.ahead, closed_one=True)
+            self._progress.keep_pending(closed.ahead, closed_one=True)
         return closed
 
-    def _keep_pending(self, ahead: Ahead, closed_one: bool = False) -> None:
-        """Keep the pending count the progress shows: as counted, else as it was (less the
-        spec just closed, which was pending when last counted)."""
-        if ahead.pending is not None:
-            self._pending, self._counted_at = ahead.pending, workflow.now()
-        elif ahead.spec is None:
-            self._pending = 0
-        elif closed_one and self._pending is not None:
-            self._pending = max(self._pending - 1, 1)
+    # --- between specs: parking, continuing, usage-limit waits -----------------------------
 
-    async def _store(self, call: Callable[[Any, Request], Answer], request: Request) -> Answer:
-        """A store call as a local activity: in this worker, within the workflow task,
-        recorded as one marker (retried until the store answers)."""
-        return await workflow.execute_local_activity_method(
-            call,
-            request,
-            start_to_close_timeout=BOOKKEEPING_TIMEOUT,
-            summary=f"store: {call.__name__}",
+    async def _spec_ended(
+        self, start: RunInput, spec: NextSpec, end: SpecEnd, specs_this_execution: int
+    ) -> Plan | str:
+        """Count a spec's outcome. A bound-spec run settles at its first failed spec (the
+        status it settled with is returned); otherwise the plan after it (usage-limit
+        waits, stops), continuing as new when this execution has run its share of specs."""
+        counts = self._progress.status.counts
+        counts.specs_started += 1
+        if end.outcome == "completed":
+            counts.completed += 1
+        elif end.outcome == "skipped":
+            counts.skipped += 1
+        elif end.outcome == "failed":
+            counts.failed += 1
+            if start.queue_id is None:
+                return await self._settle(start, "failed", blockers.spec_failed(spec, end.node))
+        plan = await self._after(start, spec, end)
+        if plan.spec is None and not plan.skip and continue_as_new_due(start, specs_this_execution):
+            workflow.continue_as_new(start.model_copy(update={"counts": counts, "continued": True}))
+        return plan
+
+    async def _after(self, start: RunInput, spec: NextSpec, end: SpecEnd) -> Plan:
+        """The plan after a spec's outcome: usage-limit waits, stops, or the next spec."""
+        if end.outcome == "limit_blocked":
+            assert end.resume_at is not None
+            if not await self._wait_out_limit(start, end.resume_at, end.limit):
+                return Plan(spec=spec, node=end.node, harness_session=end.harness_session)
+        if end.outcome in ("interrupted", "limit_blocked") and not self._steering.reset_requested:
+            await self._park(start, blockers.stopped(start.graph_name, spec, end.node))
+            return await self._wait_for_continue(start, spec, None)
+        return Plan()
+
+    async def _guard(self, start: RunInput, upcoming: NextSpec) -> dict[str, Any] | None:
+        """The dirty-tree blocker for ``upcoming``, or ``None`` when the run may go on."""
+        if await store(RunControl.allows_dirty_start, GraphRef(graph_id=start.graph_id)):
+            return None
+        state = await workflow.execute_activity(
+            worktree.check_worktree,
+            WorkdirRef(workdir=start.workdir),
+            task_queue=start.agents_task_queue,
+            start_to_close_timeout=GIT_TIMEOUT,
+            summary=f"git status before {upcoming.name}",
         )
+        if state.clean:
+            return None
+        return blockers.dirty_tree(start.graph_name, start.workdir, state, upcoming)
+
+    async def _park(self, start: RunInput, blocker: dict[str, Any]) -> None:
+        """Graph ``paused`` with ``blocker`` stored (not failed).
+
+        Pending ``pause``/``stop`` requests are spent: the run is paused now.
+        """
+        self._steering.pause_requested = False
+        self._steering.stop_requested = False
+        self._steering.continue_request = None  # only one sent while paused resumes it
+        self._progress.status.waiting_for = f"continue ({blocker['kind']})"
+        self._progress.set_details(details.blocked(blocker))
+        self._progress.mark("paused", blocker["kind"])
+        await store(RunControl.pause_run, RunPause(run_id=start.run_id, blocker=blocker))
+        if not self._parked:
+            self._parked = True
+            self._parks += 1
+            await self._fire(
+                start,
+                "on_blocked",
+                f"pause-{workflow.info().run_id}-{self._parks}",
+                blocker=blocker["message"],
+                node=blocker.get("node"),
+            )
+
+    async def _wait_for_continue(
+        self,
+        start: RunInput,
+        upcoming: NextSpec,
+        node: str | None,
+        harness_session: HarnessSession | None = None,
+    ) -> Plan:
+        """Wait for ``continue_run`` (or ``reset``) and turn it into a plan."""
+        steering = self._steering
+        while True:
+            await workflow.wait_condition(
+                lambda: steering.continue_request is not None or steering.reset_requested
+            )
+            if steering.reset_requested:
+                return Plan(guarded=False)
+            request = steering.continue_request
+            assert request is not None
+            steering.continue_request = None
+            if request.mode == "run_from_node":
+                spec = upcoming
+                if request.spec_id is not None and request.spec_id != upcoming.spec_id:
+                    directed = DirectedSpec(run_id=start.run_id, spec_id=request.spec_id)
+                    spec = await store(RunControl.spec_for_run, directed)
+                    harness_session = None
+                plan = Plan(
+                    spec=spec,
+                    node=request.node or node,
+                    harness_session=harness_session,
+                    guarded=False,
+                )
+            elif request.mode == "skip_next_spec":
+                plan = Plan(spec=None, skip=True, guarded=False)
+            else:
+                blocker = await self._guard(start, upcoming)
+                if blocker is not None:
+                    await self._park(start, blocker)
+                    continue
+                plan = Plan(
+                    spec=upcoming, node=node, harness_session=harness_session, guarded=False
+                )
+            self._progress.status.waiting_for = None
+            self._parked = False
+            self._progress.mark("running", None)
+            await store(RunControl.resume_run, RunRef(run_id=start.run_id))
+            return plan
+
+    async def _wait_out_limit(
+        self, start: RunInput, resume_at: datetime, limit: str | None = None
+    ) -> bool:
+        """Sleep on a durable timer until the usage limit resets (graph stays running).
+
+        ``True`` when a ``stop`` or ``reset`` cut the wait short.
+        """
+        status, steering = self._progress.status, self._steering
+        status.scheduled_resume_at = resume_at
+        status.waiting_for = "usage limit reset"
+        self._progress.set_details(details.usage_limit(resume_at, status.counts, limit))
+        self._progress.mark("usage_limit", None)
+        await self._schedule_resume(start, resume_at)
+        delay = max(resume_at - workflow.now(), timedelta(seconds=1))
+        with contextlib.suppress(TimeoutError):
+            await workflow.wait_condition(
+                lambda: steering.reset_requested or steering.stop_requested, timeout=delay
+            )
+        status.scheduled_resume_at = None
+        status.waiting_for = None
+        self._progress.mark("running", None)
+        await self._schedule_resume(start, None)
+        return steering.reset_requested or steering.stop_requested
+
+    async def _schedule_resume(self, start: RunInput, resume_at: datetime | None) -> None:
+        """Record when the usage-limit wait ends (``None``: it ended), for ``graph info``."""
+        schedule = ResumeSchedule(run_id=start.run_id, resume_at=resume_at)
+        await store(RunControl.schedule_resume, schedule)
+
+    # --- the end: settling and hooks --------------------------------------------------------
+
+    async def _settle_drained(self, start: RunInput) -> str:
+        """No runnable spec is left: settle by the queue's members, or complete."""
+        if start.queue_id is None:
+            return await self._settle(start, "completed", None)
+        unfinished = await store(RunRecords.queue_settlement, RunRef(run_id=start.run_id))
+        return await self._settle(start, "failed" if unfinished else "completed", unfinished)
+
+    async def _settle(self, start: RunInput, status: str, blocker: dict[str, Any] | None) -> str:
+        """Write the final status of the run and the graph."""
+        counts = self._progress.status.counts
+        settlement = RunSettlement(
+            run_id=start.run_id, status=status, blocker=blocker, counts=counts
+        )
+        await store(RunRecords.settle_run, settlement)
+        self._progress.set_details(details.settled(status, counts, blocker))
+        self._progress.mark(cast(RunState, status), blocker["kind"] if blocker else None)
+        if status == "completed" and counts.completed > 0:
+            await self._fire(start, "on_completed", "settled")
+        elif status == "failed" and blocker is not None:
+            await self._fire(
+                start,
+                "on_failed",
+                "settled",
+                spec_id=blocker.get("spec_id"),
+                failed_specs=blocker.get("failed_specs", []),
+                blocker=blocker["message"],
+                node=blocker.get("node"),
+            )
+        self._progress.set_details(details.settled(status, counts, blocker))  # + hooks
+        return status
+
+    async def _fire_spec_completed(
+        self, start: RunInput, spec: NextSpec, passage_id: int | None
+    ) -> None:
+        """Fire ``on_spec_completed`` once per passage (its id names the occurrence)."""
+        await self._fire(
+            start,
+            "on_spec_completed",
+            f"passage-{passage_id}",
+            spec_id=spec.spec_id,
+            spec_name=spec.name,
+        )
+
+    async def _fire(
+        self, start: RunInput, event: HookEvent, occurrence: str, **context: Any
+    ) -> None:
+        """Fire ``event``'s hooks (read from the store now) on the run's host; what agent
+        hooks used joins the running total."""
+        firing = HookFiring(
+            run_id=start.run_id,
+            graph_id=start.graph_id,
+            graph_name=start.graph_name,
+            workdir=start.workdir,
+            event=event,
+            occurrence=occurrence,
+            **context,
+        )
+        fired = await workflow.execute_activity_method(
+            HookActivities.fire_hooks,
+            firing,
+            task_queue=start.agents_task_queue,
+            start_to_close_timeout=timedelta(hours=24),
+            heartbeat_timeout=timedelta(seconds=start.heartbeat_timeout_seconds),
+            retry_policy=NODE_RETRY,
+            summary=f"hooks: {event}",
+        )
+        self._progress.add_usage(fired.usage)

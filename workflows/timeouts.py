@@ -12,3 +12,6 @@ most. Counting them looks up every member of the queue: on a 10,000-member queue
 more than the rest of a spec's store calls together. Between counts the total is kept
 (one fewer pending per spec closed), so a fast drain counts every few seconds and a run
 whose specs take minutes counts before every spec."""
+
+GIT_TIMEOUT = timedelta(minutes=2)
+"""``git status`` of a workdir, when a parked run checks again that its tree is clean."""

@@ -1,4 +1,4 @@
-"""The GraphRun workflow's contract: its type name, signals, query and payloads.
+"""The GraphRunV2 workflow's contract: its type name, signals, query and payloads.
 
 Small on purpose: ids, names, paths and outcomes — never agent output (that goes to log
 files under the data dir). Pydantic models, carried by the pydantic data converter.
@@ -58,7 +58,7 @@ class RunCounts(BaseModel):
 
 
 class RunInput(BaseModel):
-    """Everything GraphRun needs to start (or continue as new)."""
+    """Everything GraphRunV2 needs to start (or continue as new)."""
 
     run_id: str
     graph_id: str
@@ -350,7 +350,6 @@ class RunStatus(BaseModel):
     spec_id: str | None = None
     spec_name: str | None = None
     node: str | None = None
-    node_run_id: int | None = None
     scheduled_resume_at: datetime | None = None
     waiting_for: str | None = None
     counts: RunCounts = Field(default_factory=RunCounts)

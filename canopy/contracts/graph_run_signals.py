@@ -1,4 +1,4 @@
-"""The names the GraphRun workflow is steered by: its signals, its query and the continue
+"""The names the GraphRunV2 workflow is steered by: its signals, its query and the continue
 modes (part of :mod:`canopy.contracts.graph_run`, which re-exports them).
 
 Apart because they are plain strings: the CLI validates a steering command against the

@@ -1,6 +1,6 @@
 """Steering a run from outside: continue, pause, stop, reset (``graph_control``, DESIGN §6).
 
-The GraphRun workflow owns what a run does; these functions only ask it. Each command is
+The GraphRunV2 workflow owns what a run does; these functions only ask it. Each command is
 first checked against the store (:mod:`canopy.ops.control_checks`), which refuses with
 one line naming the current state, so nothing is sent that the workflow would have to
 ignore. Then :func:`steer` signals the run's workflow and polls the store for a few

@@ -4,7 +4,7 @@ The launch guard (DESIGN §6.1) runs before anything is written: one active run 
 a git work tree, and a clean tree unless the graph allows a dirty start. Then a worker
 must be serving the run's host (the machine holding the workdir, whose agents task queue
 runs every node): without one the run would wait forever, so the start is refused
-instead. The run is recorded, then the GraphRun workflow is started; if Temporal refuses
+instead. The run is recorded, then the GraphRunV2 workflow is started; if Temporal refuses
 the start, the record is rolled back, so a refused start leaves nothing behind.
 
 One active run per graph holds twice over: the store refuses a second active run (row lock
@@ -351,7 +351,7 @@ async def require_worker_on(client: "Client", host: str) -> None:
 
 
 async def start_workflow(client: "Client", prepared: PreparedRun) -> None:
-    """Start GraphRun under the graph's workflow id, refused while one is running.
+    """Start GraphRunV2 under the graph's workflow id, refused while one is running.
 
     A workflow still running under the id is usually the previous run closing (it wrote
     its end to the store a moment ago): the start waits up to
@@ -373,7 +373,7 @@ async def start_workflow(client: "Client", prepared: PreparedRun) -> None:
 
 
 async def _start(client: "Client", prepared: PreparedRun) -> None:
-    """One start of GraphRun with search attributes for graph id/name and queue id, and
+    """One start of GraphRunV2 with search attributes for graph id/name and queue id, and
     ``CanopyStatus`` (which the run then keeps current) where the server has it; with a
     static summary and details for the Temporal UI."""
     from temporalio.common import (
