@@ -100,10 +100,20 @@ def up(
     ui_port: UiPortOption = None,
     json: JsonFlag = False,
 ) -> None:
-    """Start the dev server (if needed) and the worker in the background; wait until serving."""
+    """Start the dev server (if needed) and the worker in the background; wait until serving.
+
+    Then say in one line how to finish runs of the retired workflow type that are still
+    open: the worker just started cannot run them.
+    """
+    import asyncio
+
+    from canopy.ops import retired_runs
+
     stages = ["checking what already runs"]
     with spinner(lambda: stages[-1]):
         info = daemon.up(port, ui_port, stage=stages.append)
+        stages.append("looking for runs of the retired workflow type")
+        info["retired_runs"] = asyncio.run(retired_runs.check())
 
     def human() -> None:
         server, worker = info["server"], info["worker"]
@@ -119,6 +129,8 @@ def up(
             f"Worker {verb} (pid {worker['pid']}), polling {', '.join(worker['task_queues'])}"
         )
         print_line(f"  log:     {worker['log_file']}")
+        if info["retired_runs"] is not None:
+            print_line(f"warning: {info['retired_runs']}")
 
     emit(info, json, human)
 

@@ -840,7 +840,8 @@ async def test_server_doctor_answers_canopy_doctors_report(
         monkeypatch.setenv(name, value)
     async with connect(mode) as client:
         found = await ok(client, "server", action="doctor")
-    assert sorted(found) == ["keep_awake", "ok", "platforms", "root"]
+    assert sorted(found) == ["keep_awake", "ok", "platforms", "retired_runs", "root"]
+    assert found["retired_runs"] is None, "no server runs for this data dir"
     checked = {platform["platform"]: platform for platform in found["platforms"]}
     assert sorted(checked) == ["claude", "codex", "gemini"]
     for platform in checked.values():

@@ -7,6 +7,9 @@ accepts that argv (run with no prompt, so no model is called), and whether anyon
 signed in where the CLI can tell without a model call. Each problem is one line with its
 fix; a problem that would stop a run makes the report not ``ok``. With nothing used yet,
 the built-in platforms are checked at their configured level.
+
+Where a Temporal server is up, it is also asked for runs of the retired workflow type
+(:mod:`canopy.ops.retired_runs`): a warning, since no agent is involved.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from canopy.errors import Refused
+from canopy.ops import retired_runs
 from canopy.ops.common import sql_transaction
 from canopy.permissions import Permissions, nearest, stored_permissions
 from canopy.store.queries import stored_json
@@ -88,6 +92,9 @@ class DoctorReport:
     """Whether the worker can keep this machine awake during runs, and how (or why not)."""
     platforms: list[PlatformReport]
     ok: bool
+    retired_runs: str | None = None
+    """Runs of the retired workflow type still open, and how to finish them, in one line;
+    ``None`` when there are none, or no server answered."""
 
     def as_json(self) -> dict[str, Any]:
         """Every field, each platform's ``blocking`` included."""
@@ -98,7 +105,8 @@ class DoctorReport:
 
 
 def doctor(store: Store | Rows) -> DoctorReport:
-    """Check every platform this data dir uses (or the built-in ones, if none yet)."""
+    """Check every platform this data dir uses (or the built-in ones, if none yet), and
+    the server for runs of the retired workflow type."""
     with sql_transaction(store) as rows:
         uses = platform_uses(rows)
     if not uses:
@@ -112,6 +120,7 @@ def doctor(store: Store | Rows) -> DoctorReport:
         keep_awake=keep_awake_state(),
         platforms=reports,
         ok=not any(report.blocking for report in reports),
+        retired_runs=retired_runs.check_if_serving(),
     )
 
 
@@ -324,6 +333,8 @@ def report_lines(report: DoctorReport) -> list[str]:
         f"running as root: {'yes' if report.root else 'no'}",
         f"keep awake during runs: {report.keep_awake}",
     ]
+    if report.retired_runs is not None:
+        lines.append(f"warning: {report.retired_runs}")
     for checked in report.platforms:
         version = checked.version or "version unknown"
         if checked.version and checked.tested_versions:

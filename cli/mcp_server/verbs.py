@@ -341,7 +341,8 @@ SERVER_VERBS: Verbs = {
     "doctor": Verb(
         "The agent CLIs in use checked (= `canopy doctor --json`): installed, "
         "version, argv per permission level, sign-in; ok false when something would "
-        "stop a run, each problem one line with its fix.",
+        "stop a run, each problem one line with its fix; retired_runs: how to finish "
+        "runs of the retired workflow type still open on the server.",
         lambda store, a: _doctor(store),
     ),
 }
