@@ -83,12 +83,12 @@ async def test_a_dirty_tree_between_specs_pauses_with_a_blocker_and_each_way_out
     assert blocker["dirty_count"] == 1
     assert "scratch.txt" in blocker["message"]
     assert blocker["ways_out"] == [
-        "run the next spec anyway: canopy graph continue build --mode run_from_node",
-        "clean the tree by hand, then skip the next spec: canopy graph continue build "
-        "--mode skip_next_spec",
-        "allow a dirty tree: set allow_dirty_start in the graph (canopy graph edit build "
-        "--file FILE), then: canopy graph continue build",
-        "clean the tree by hand, then: canopy graph continue build",
+        "run the next spec anyway: `canopy graph continue build --mode run_from_node`",
+        "clean the tree by hand, then skip the next spec: "
+        "`canopy graph continue build --mode skip_next_spec`",
+        "allow a dirty tree: set allow_dirty_start in the graph "
+        "(`canopy graph edit build --file FILE`), then: `canopy graph continue build`",
+        "clean the tree by hand, then: `canopy graph continue build`",
     ]
     assert (status_of(store, a), status_of(store, b)) == ("completed", "pending")
     listed = next(g for g in graphs.graph_list(store) if g["id"] == graph)

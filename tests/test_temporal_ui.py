@@ -5,6 +5,7 @@ to steer it, and its current details show the blocker with its dirty paths and w
 On a server Canopy did not start, the attributes are registered when missing."""
 
 import json
+import re
 import uuid
 from pathlib import Path
 
@@ -80,7 +81,9 @@ async def test_a_blocked_run_is_told_from_a_working_one_in_the_temporal_ui(
         details = await temporal(serving, "workflow", "metadata", "--workflow-id", paused_id)
         assert "**Paused** (dirty_tree)" in details
         assert "- `scratch`" in details, "the dirty path"
-        assert "canopy graph continue blocked" in details, "the ways out"
+        assert "`canopy graph continue blocked --mode run_from_node`" in details, "a way out"
+        prose = re.sub(r"(`+).+?\1", "", details)
+        assert "--" not in prose, "every command in a code span: markdown makes -- a dash"
         beat = await eventually(
             lambda: _heartbeat(serving, moving_id), "the running node's heartbeat details"
         )

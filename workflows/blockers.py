@@ -8,6 +8,7 @@ import shlex
 from typing import Any
 
 from canopy.contracts.graph_run import NextSpec
+from canopy.markdown import code_span
 from canopy.workdir import WorktreeState, describe_dirty
 
 
@@ -47,12 +48,12 @@ def dirty_tree(
         "next_spec": _spec_ref(upcoming),
         **_at(node),
         "ways_out": [
-            f"run the next spec anyway: canopy graph continue {graph} --mode run_from_node",
-            f"clean the tree by hand, then skip the next spec: canopy graph continue {graph} "
-            "--mode skip_next_spec",
-            f"allow a dirty tree: set allow_dirty_start in the graph (canopy graph edit "
-            f"{graph} --file FILE), then: canopy graph continue {graph}",
-            f"clean the tree by hand, then: canopy graph continue {graph}",
+            f"run the next spec anyway: {_command(graph, '--mode run_from_node')}",
+            f"clean the tree by hand, then skip the next spec: "
+            f"{_command(graph, '--mode skip_next_spec')}",
+            f"allow a dirty tree: set allow_dirty_start in the graph "
+            f"({code_span(f'canopy graph edit {graph} --file FILE')}), then: {_command(graph)}",
+            f"clean the tree by hand, then: {_command(graph)}",
         ],
     }
 
@@ -66,8 +67,15 @@ def paused(graph_name: str, upcoming: NextSpec, node: str | None = None) -> dict
         "message": f"paused on request before spec {upcoming.name} ({upcoming.spec_id})",
         "next_spec": _spec_ref(upcoming),
         **_at(node),
-        "ways_out": [f"canopy graph continue {graph}"],
+        "ways_out": [_command(graph)],
     }
+
+
+def _command(graph: str, options: str = "") -> str:
+    """``canopy graph continue GRAPH [OPTIONS]`` as a code span: the ways out are read in
+    the Temporal UI and the TUI, whose markdown would make the ``--`` of ``--mode`` a
+    dash."""
+    return code_span(f"canopy graph continue {graph}{' ' if options else ''}{options}")
 
 
 def _at(node: str | None) -> dict[str, str]:
@@ -84,9 +92,9 @@ def stopped(graph_name: str, spec: NextSpec, node: str | None) -> dict[str, Any]
         "next_spec": _spec_ref(spec),
         "node": node,
         "ways_out": [
-            f"run it again from the start: canopy graph continue {graph}",
-            f"resume at the interrupted node: canopy graph continue {graph} --mode "
-            f"run_from_node --node {node}",
-            f"skip it: canopy graph continue {graph} --mode skip_next_spec",
+            f"run it again from the start: {_command(graph)}",
+            f"resume at the interrupted node: "
+            f"{_command(graph, f'--mode run_from_node --node {shlex.quote(str(node))}')}",
+            f"skip it: {_command(graph, '--mode skip_next_spec')}",
         ],
     }

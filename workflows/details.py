@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from canopy.contracts.graph_run import IgnoredSignalRecord, NextSpec, RunCounts
+from canopy.markdown import code_span
 
 
 def _clock(at: datetime) -> str:
@@ -74,7 +75,7 @@ def blocked(blocker: dict[str, Any]) -> str:
     dirty = blocker.get("dirty_paths") or []
     if dirty:
         more = blocker.get("dirty_count", len(dirty)) - len(dirty)
-        listed = "\n".join(f"- `{path}`" for path in dirty)
+        listed = "\n".join(f"- {code_span(path)}" for path in dirty)
         lines.append(f"Dirty paths:\n{listed}" + (f"\n- … and {more} more" if more > 0 else ""))
     ways = blocker.get("ways_out") or []
     if ways:
