@@ -10,9 +10,9 @@ and rich's layout of a few hundred cells was most of ``graph info``'s time.
 
 Human output shows what users and agents typed, and what a store written by an older
 Canopy still holds: names with escape sequences, NULs, lone surrogates. Every human
-printer here passes its text through :func:`printable`, so a name such as
-``\\x1b]0;title\\x07`` is shown as those characters instead of retitling the terminal,
-and a newline inside a one-line field cannot forge another line. Rich markup and emoji
+printer here passes its text through :func:`~canopy.printable.printable`, so a name
+such as ``\\x1b]0;title\\x07`` is shown as those characters instead of retitling the
+terminal, and a newline inside a one-line field cannot forge another line. Rich markup and emoji
 codes are off for the same reason: ``[/x]`` in a name is text, not a broken tag. JSON
 output needs none of this (json escapes control characters).
 """
@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 import unicodedata
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, TextIO
+
+from canopy.printable import printable as printable
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -35,38 +36,10 @@ if TYPE_CHECKING:
 
     from rich.text import Text
 
-_ACTED_ON = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
-"""What a terminal would act on rather than show: C0 but tab and newline, DEL, C1, the
-line and paragraph separators, the bidirectional overrides (which reorder what follows,
-"Trojan Source") and lone surrogates (which cannot even be encoded)."""
-_UNPRINTABLE = f"[{_ACTED_ON}]"
-_UNPRINTABLE_IN_LINE = f"[{_ACTED_ON}\t\n]"
-"""The same plus tab and newline, for text that must stay on one line."""
-_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _HEAVY_HEAD = ("┏━┳┓", "┃┃┃", "┡━╇┩", "│││", "└─┴┘")
 _ASCII = ("+--+", "|||", "|-+|", "|||", "+--+")
 """The top, header, header rule, row and bottom of rich's default table box (``left,
 fill or divider, between columns, right``), and rich's stand-in where only ASCII prints."""
-
-
-def _escape(found: re.Match[str]) -> str:
-    char = found.group()
-    named = _NAMED.get(char)
-    if named is not None:
-        return named
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def printable(text: str, *, multiline: bool = False) -> str:
-    """``text`` with every character a terminal would act on shown as its escape.
-
-    ``\\x1b`` for ESC, ``\\n`` for a newline. ``multiline`` keeps newlines and tabs, for
-    bodies and replies that are meant to span lines.
-    """
-    if text.isprintable():  # the usual case; none of the characters above is printable
-        return text
-    return re.sub(_UNPRINTABLE if multiline else _UNPRINTABLE_IN_LINE, _escape, text)
 
 
 def print_json(data: Any) -> None:
