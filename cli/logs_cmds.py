@@ -69,17 +69,18 @@ def logs(
 
 class _Printer:
     """Prints node runs' lines as they are read: a header before each node run's first
-    lines (and a closing line for one that was running when its header was printed); with
-    ``--json``, one object per node run once its last lines are in. ``nothing`` is what
-    it says when there was no node run to show."""
+    lines (and a closing line for one that was running when its header was printed), as
+    :class:`~canopy.ops.logs.LogLines` words them; with ``--json``, one object per node
+    run once its last lines are in. ``nothing`` is what it says when there was no node run
+    to show."""
 
     def __init__(self, run: "RunInfo", as_json: bool, nothing: str) -> None:
+        from canopy.ops.logs import LogLines
+
         self._run = run
         self._as_json = as_json
         self._nothing = nothing
-        self._headers = 0
-        self._running: set[int] = set()
-        """Node runs whose header said ``running``."""
+        self._lines = LogLines()
         self._unfinished: dict[int, tuple[NodeRunInfo, list[str]]] = {}
         """``--json``: each node run's latest record and its lines read so far."""
 
@@ -98,23 +99,12 @@ class _Printer:
         for node_run, lines in self._unfinished.values():
             print_json(_record(self._run, node_run, lines))
         self._unfinished.clear()
-        if not (self._as_json or self._headers):
+        if not (self._as_json or self._lines.headers):
             print_line(self._nothing)
 
     def _print(self, piece: "NodeLog") -> None:
-        node_run = piece.node_run
-        if piece.first:
-            if self._headers:
-                print_line("")
-            self._headers += 1
-            print_line(f"── {_header(node_run)}")
-            if not piece.last:
-                self._running.add(node_run.id)
-        for line in piece.lines:
-            print_block(line)
-        if piece.last and node_run.id in self._running:
-            self._running.discard(node_run.id)
-            print_line(f"── {node_run.node}: {_outcome(node_run)}")
+        for line in self._lines.lines(piece):
+            (print_block if line.output else print_line)(line.text)
 
     def _collect(self, piece: "NodeLog") -> None:
         _, lines = self._unfinished.pop(piece.node_run.id, (piece.node_run, []))
@@ -130,18 +120,6 @@ def _record(run: "RunInfo", node_run: "NodeRunInfo", lines: list[str]) -> dict[s
     from canopy.ops.logs import log_record
 
     return log_record(run, node_run, lines)
-
-
-def _header(node_run: "NodeRunInfo") -> str:
-    """``implement · Login page (spec-xemw44rs26) · visit 1 · claude · succeeded``."""
-    spec = f"{node_run.spec_name} ({node_run.spec_id})" if node_run.spec_name else node_run.spec_id
-    runs = node_run.platform or "command"
-    return f"{node_run.node} · {spec} · visit {node_run.visit} · {runs} · {_outcome(node_run)}"
-
-
-def _outcome(node_run: "NodeRunInfo") -> str:
-    """``running``, ``succeeded``, or ``failed: exit code 3``: its status and why."""
-    return f"{node_run.status}: {node_run.error}" if node_run.error else node_run.status
 
 
 def register(graph_app: typer.Typer) -> None:

@@ -8,7 +8,9 @@ has ended (:meth:`~canopy.platforms.base.Platform.render_end`). :class:`GraphLog
 the node runs in portable SQL (the rows ``graph info`` shows) and each log from where its
 last look stopped, so one reader serves a single look and ``--follow`` alike
 (:func:`follow`). Only files under the data dir's ``logs`` directory are read: the store
-is not trusted to say where a file is.
+is not trusted to say where a file is. :class:`LogLines` words what the looks read as the
+lines a person reads, headers and all, for both front ends that show them: the CLI and
+the TUI's log view.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import os
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from canopy.errors import Refused
 from canopy.ops.common import sql_transaction
@@ -51,6 +53,59 @@ def log_record(run: RunInfo, node_run: NodeRunInfo, lines: list[str]) -> dict[st
     """A node run's ``graph logs --json`` object: the node run as ``graph info --json``
     has it, its run's id and number, and its lines."""
     return {"run_id": run.id, "run_number": run.number, **asdict(node_run), "lines": lines}
+
+
+def header(node_run: NodeRunInfo) -> str:
+    """The line ``graph logs`` shows before a node run's lines, in the CLI and the TUI:
+    ``implement · Login page (spec-xemw44rs26) · visit 1 · claude · succeeded``."""
+    spec = f"{node_run.spec_name} ({node_run.spec_id})" if node_run.spec_name else node_run.spec_id
+    runs = node_run.platform or "command"
+    return f"{node_run.node} · {spec} · visit {node_run.visit} · {runs} · {outcome(node_run)}"
+
+
+def outcome(node_run: NodeRunInfo) -> str:
+    """``running``, ``succeeded``, or ``failed: exit code 3``: its status and why (a
+    header's last part, and the closing line of a node run whose header said running)."""
+    return f"{node_run.status}: {node_run.error}" if node_run.error else node_run.status
+
+
+class Line(NamedTuple):
+    """One line ``graph logs`` shows."""
+
+    text: str
+    output: bool
+    """A line of a node run's output, shown with its tabs and any newline a platform put
+    in it; else a line of ``graph logs``' own (a header, the blank line between node runs,
+    a closing line), shown as one line."""
+
+
+class LogLines:
+    """What successive looks read, as the lines a person reads them in the CLI and the
+    TUI alike: a header before each node run's first lines (after a blank line, but for
+    the first), then its output, and for a node run whose header said ``running``, a
+    closing line with how it ended once it has."""
+
+    def __init__(self) -> None:
+        self.headers = 0
+        """How many node runs were shown so far."""
+        self._running: set[int] = set()
+        """Node runs whose header said ``running``."""
+
+    def lines(self, piece: NodeLog) -> list[Line]:
+        """The lines for one node run's piece of a look."""
+        node_run, shown = piece.node_run, []
+        if piece.first:
+            if self.headers:
+                shown.append(Line("", output=False))
+            self.headers += 1
+            shown.append(Line(f"── {header(node_run)}", output=False))
+            if not piece.last:
+                self._running.add(node_run.id)
+        shown += [Line(line, output=True) for line in piece.lines]
+        if piece.last and node_run.id in self._running:
+            self._running.discard(node_run.id)
+            shown.append(Line(f"── {node_run.node}: {outcome(node_run)}", output=False))
+        return shown
 
 
 class GraphLogs:
