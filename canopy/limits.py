@@ -72,6 +72,9 @@ SPECS_PER_EXECUTION = Range(1, 10_000)
 """``CANOPY_SPECS_PER_EXECUTION``: specs a run drains before it continues as new."""
 NOTIFICATIONS_LIMIT = Range(1, 10_000)
 """How many notifications one listing may ask for (``--limit``, MCP ``limit``)."""
+LOG_LINES_LIMIT = Range(1, 10_000)
+"""How many rendered lines of a graph run's logs MCP ``graph`` ``logs`` may answer
+(``limit``): a whole answer an agent reads at once."""
 USAGE_SINCE_DAYS = Range(0, 36_500, "days", "100 years")
 """How far back ``canopy usage --since`` (and MCP ``since``) may reach; further back
 than a ``datetime`` goes would overflow."""

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from canopy.errors import Refused
+from canopy.limits import LOG_LINES_LIMIT, check_range
 from canopy.ops.common import sql_transaction
 from canopy.ops.graph_info import NodeRunInfo, RunInfo, graph_runs, node_runs_of
 from canopy.paths import OUTPUT_LOG, canopy_home, run_log_dir
@@ -169,6 +170,50 @@ class GraphLogs:
         """Whether the node run is one asked for (its spec and its node, when given)."""
         spec = self.spec_id is None or node_run.spec_id == self.spec_id
         return spec and (self._node is None or node_run.node == self._node)
+
+
+DEFAULT_TAIL_LINES = 200
+"""How many lines MCP ``graph`` ``logs`` answers unless told (its ``limit``)."""
+
+
+def log_tail(
+    store: Store | Rows,
+    graph: str,
+    *,
+    spec: str | None = None,
+    node: str | None = None,
+    raw: bool = False,
+    limit: int = DEFAULT_TAIL_LINES,
+) -> dict[str, Any]:
+    """What MCP ``graph`` ``logs`` answers: the graph's latest run (``None`` for one that
+    never ran) and its node runs as ``graph logs --json`` prints them, with only the last
+    ``limit`` lines of all: what an agent asks a log for, in a size it can read.
+
+    The cut comes after the last line left out (``lines_omitted`` counts them): the node
+    runs wholly before it are left out, the one it falls in keeps its lines after it.
+    """
+    check_range(limit, LOG_LINES_LIMIT, "limit")
+    found = GraphLogs(store, graph, spec=spec, node=node, raw=raw)
+    tail: dict[str, Any] = {"graph_id": found.graph_id, "graph_name": found.graph_name}
+    run = found.run
+    if run is None:
+        return {**tail, "run_id": None, "run_number": None, "node_runs": [], "lines_omitted": 0}
+    read = found.look(to_the_end=True)
+    omitted = max(0, sum(len(piece.lines) for piece in read) - limit)
+    records, skip = [], omitted
+    for piece in read:
+        if skip and skip >= len(piece.lines):
+            skip -= len(piece.lines)
+            continue
+        records.append(log_record(run, piece.node_run, piece.lines[skip:]))
+        skip = 0
+    return {
+        **tail,
+        "run_id": run.id,
+        "run_number": run.number,
+        "node_runs": records,
+        "lines_omitted": omitted,
+    }
 
 
 async def follow(store: Store, logs: GraphLogs, show: Callable[[list[NodeLog]], None]) -> None:

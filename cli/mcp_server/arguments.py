@@ -79,7 +79,7 @@ QueueAction = Annotated[
     Literal["create", "add_spec", "list", "remove_spec", "reorder", "set_group"],
     Field(description=VERB),
 ]
-GraphAction = Annotated[Literal["get", "list", "usage"], Field(description=VERB)]
+GraphAction = Annotated[Literal["get", "list", "usage", "logs"], Field(description=VERB)]
 GraphEditAction = Annotated[Literal["create", "update", "delete"], Field(description=VERB)]
 GraphControlAction = Annotated[
     Literal["run", "continue", "pause", "stop", "reset"], Field(description=VERB)

@@ -139,8 +139,17 @@ async def graph_tool(
         str | None,
         Field(description="usage: only runs that ended this recently: 24h, 7d, 30m, 2w."),
     ] = None,
+    spec_id: SpecId = None,
+    node: Annotated[str | None, Field(description="logs: only this node's runs.")] = None,
+    limit: Annotated[
+        int | None,
+        Field(description="logs: only the last N lines of all (default 200, at most 10000)."),
+    ] = None,
+    raw: Annotated[
+        bool, Field(description="logs: each log's lines as stored instead of rendered.")
+    ] = False,
 ) -> CallToolResult:
-    """Read graphs, their run record and what their runs used."""
+    """Read graphs, their run record, what their runs used and what their nodes printed."""
     return await dispatch("graph", GRAPH_VERBS, locals())
 
 
@@ -251,7 +260,8 @@ TOOLS: tuple[ToolDef, ...] = (
     ),
     ToolDef(
         "graph",
-        "Read graphs: pipelines of agent and command nodes that runs take specs through.",
+        "Read graphs: pipelines of agent and command nodes that runs take specs through; "
+        "what their runs used, and what their node runs printed.",
         GRAPH_VERBS,
         graph_tool,
         read_only=True,

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from canopy.errors import Refused
 from canopy.ops import control, graphs, notifications, projects, queues, runs, specs
 from canopy.ops import sessions as session_ops
+from canopy.ops.logs import DEFAULT_TAIL_LINES, log_tail
 from canopy.ops.transcripts import session_transcript
 from canopy.ops.usage import usage_report
 from canopy.store.engine import Store
@@ -188,6 +189,22 @@ GRAPH_VERBS: Verbs = {
         "duration, when given.",
         lambda store, a: usage_report(store, a["since"], a["graph_id"]),
         takes=("graph_id", "since"),
+    ),
+    "logs": Verb(
+        "What the latest run's node runs printed, rendered (= `canopy graph logs "
+        "--json`, one record per node run, under node_runs), only the last limit lines "
+        "of all (default 200; lines_omitted counts the rest); of one spec_id or node, and "
+        "as stored with raw.",
+        lambda store, a: log_tail(
+            store,
+            a["graph_id"],
+            spec=a["spec_id"],
+            node=a["node"],
+            raw=a["raw"],
+            limit=DEFAULT_TAIL_LINES if a["limit"] is None else a["limit"],
+        ),
+        needs=("graph_id",),
+        takes=("spec_id", "node", "limit", "raw"),
     ),
 }
 
