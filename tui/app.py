@@ -13,11 +13,12 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 from canopy.tui.actions import ActionsApp
+from canopy.tui.logview import LogScreen
 from canopy.tui.screens import HelpScreen
 from canopy.tui.sections import Section
 
 GRAPH_ACTIONS = frozenset(
-    {"continue_run", "run_from_node", "skip_next", "pause", "stop", "reset", "toggle_dirty"}
+    {"continue_run", "run_from_node", "skip_next", "pause", "stop", "reset", "toggle_dirty", "logs"}
 )
 """Actions on the selected graph: offered only while a graph is selected."""
 QUEUE_ACTIONS = frozenset({"queue_add", "queue_remove", "queue_move", "queue_group"})
@@ -40,6 +41,7 @@ class CanopyApp(ActionsApp):
         Binding("s", "stop", "Stop"),
         Binding("r", "reset", "Reset"),
         Binding("a", "toggle_dirty", "Dirty ok"),
+        Binding("l", "logs", "Logs"),
         Binding("e", "edit_spec", "Edit spec"),
         Binding("plus", "new_spec", "New spec", key_display="+"),
         Binding("i", "queue_add", "Add to queue"),
@@ -54,7 +56,7 @@ class CanopyApp(ActionsApp):
         ("tab / shift+tab", "move between the project picker, the lists and the prompt box"),
         ("up / down", "move in a list; the detail pane follows"),
         ("enter", "in the prompt box: send the message to the session"),
-        ("escape", "close a dialog or the filter"),
+        ("escape", "close a dialog, the log view or the filter"),
     )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -75,6 +77,12 @@ class CanopyApp(ActionsApp):
 
     def _bindings_list(self) -> list[Binding]:
         return [b for b in self.BINDINGS if isinstance(b, Binding)]
+
+    def action_logs(self) -> None:
+        """What the selected graph's latest run printed, live, in a view of its own."""
+        graph = self.selected_graph()
+        if graph is not None:
+            self.push_screen(LogScreen(graph, self.store))
 
     def action_toggle_finished(self) -> None:
         """Show finished sessions too, or live ones only."""
