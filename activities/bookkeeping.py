@@ -10,15 +10,13 @@ compare-and-set when its passage opens, so one run at a time has it; the others 
 over, and at settle time a spec another active run holds is named, never blamed.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import takewhile
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import CursorResult, Select, func, null, select, update
-from sqlalchemy.orm import Session
 from temporalio import activity
 
-from canopy.activities.ledger import record_usage
+from canopy.activities.ledger import usage_columns
 from canopy.contracts.graph_run import (
     Ahead,
     DispatchOutcome,
@@ -38,98 +36,133 @@ from canopy.contracts.graph_run import (
 from canopy.graphs.nodemodels import EnsembleNode, stored_node
 from canopy.graphs.transitions import default_next
 from canopy.limits import DEFAULT_MAX_VISITS
+from canopy.ops.common import sql_transaction
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import Store
-from canopy.store.models import Graph, GraphSpec, NodeRun, QueueMember, Run, RunSpec, Spec
-from canopy.store.run_records import IGNORED_SIGNALS, set_run_status
+from canopy.store.queries import bound_list, stored_json
+from canopy.store.run_records import IGNORED_SIGNALS, run_record, set_run_status
 from canopy.temporal.client import this_host
 from canopy.timefmt import utcnow
 from canopy.workdir import WorktreeState
 
+if TYPE_CHECKING:
+    from canopy.store.queries import Row, Rows
 
-def _pending_count(db: Session, run_id: str) -> int:
-    """How many specs of the run's scope (queue members, else bound specs) are pending."""
-    run = db.get_one(Run, run_id)
-    scope = _scope_query(run)
-    return (
-        db.scalar(
-            select(func.count())
-            .select_from(Spec)
-            .where(Spec.id.in_(scope), Spec.status == "pending")
-        )
-        or 0
+
+def stored_graph(rows: "Rows", graph_id: str) -> "Row":
+    """What a run reads of its graph as stored now: name, ``allow_dirty_start``, and the
+    nodes, ensembles and hooks, decoded."""
+    (graph,) = rows(
+        "SELECT name, allow_dirty_start, CAST(nodes AS TEXT) AS nodes,"
+        " CAST(ensembles AS TEXT) AS ensembles, CAST(hooks AS TEXT) AS hooks"
+        " FROM graphs WHERE id = :id",
+        {"id": graph_id},
     )
+    return {
+        "name": graph["name"],
+        "allow_dirty_start": bool(graph["allow_dirty_start"]),
+        "nodes": stored_json(graph["nodes"]) or [],
+        "ensembles": stored_json(graph["ensembles"]) or {},
+        "hooks": stored_json(graph["hooks"]) or {},
+    }
 
 
-def _next_pending(db: Session, run_id: str) -> NextSpec | None:
+def _scope(run: "Row") -> tuple[str, dict[str, Any]]:
+    """The specs a run drains, as a subquery and its parameters: its queue's members, else
+    its graph's bound specs."""
+    if run["queue_id"] is not None:
+        return "SELECT spec_id FROM queue_members WHERE queue_id = :scope", {
+            "scope": run["queue_id"]
+        }
+    return "SELECT spec_id FROM graph_specs WHERE graph_id = :scope", {"scope": run["graph_id"]}
+
+
+def _pending_count(rows: "Rows", run_id: str) -> int:
+    """How many specs of the run's scope (queue members, else bound specs) are pending."""
+    scope, params = _scope(run_record(rows, run_id))
+    (found,) = rows(
+        f"SELECT COUNT(*) AS n FROM specs WHERE id IN ({scope}) AND status = 'pending'", params
+    )
+    return int(found["n"])
+
+
+def _next_pending(rows: "Rows", run_id: str) -> NextSpec | None:
     """The next pending spec: queue members in queue order, else bound specs in order.
 
     Read fresh before every spec, so a reorder or an added member during the run counts.
     """
-    row = db.execute(next_pending_query(db, run_id)).first()
-    if row is None:
+    found = rows(*next_pending_query(rows, run_id))
+    if not found:
         return None
-    return NextSpec(spec_id=row[0], name=row[1], group=row[2])
+    return NextSpec(spec_id=found[0]["id"], name=found[0]["name"], group=found[0]["group_name"])
 
 
-def next_pending_query(db: Session, run_id: str) -> Select[str, str, str | None]:
-    """The query :func:`_next_pending` runs: its id, name and queue group."""
-    run = db.get_one(Run, run_id)
-    if run.queue_id is not None:
-        query = (
-            select(Spec.id, Spec.name, QueueMember.group)
-            .join(QueueMember, QueueMember.spec_id == Spec.id)
-            .where(QueueMember.queue_id == run.queue_id, Spec.status == "pending")
-            .order_by(QueueMember.position)
+def next_pending_query(rows: "Rows", run_id: str) -> tuple[str, dict[str, Any]]:
+    """The query :func:`_next_pending` runs, and its parameters: its id, name and queue
+    group."""
+    run = run_record(rows, run_id)
+    if run["queue_id"] is not None:
+        return (
+            "SELECT specs.id, specs.name, queue_members.group_name FROM specs"
+            " JOIN queue_members ON queue_members.spec_id = specs.id"
+            " WHERE queue_members.queue_id = :queue AND specs.status = 'pending'"
+            " ORDER BY queue_members.position LIMIT 1",
+            {"queue": run["queue_id"]},
         )
-    else:
-        query = (
-            select(Spec.id, Spec.name, null())
-            .join(GraphSpec, GraphSpec.spec_id == Spec.id)
-            .where(GraphSpec.graph_id == run.graph_id, Spec.status == "pending")
-            .order_by(GraphSpec.position)
-        )
-    return query.limit(1)
+    return (
+        "SELECT specs.id, specs.name, NULL AS group_name FROM specs"
+        " JOIN graph_specs ON graph_specs.spec_id = specs.id"
+        " WHERE graph_specs.graph_id = :graph AND specs.status = 'pending'"
+        " ORDER BY graph_specs.position LIMIT 1",
+        {"graph": run["graph_id"]},
+    )
 
 
-def _claim(db: Session, run_id: str, spec: NextSpec) -> int | None:
+def _claim(rows: "Rows", run_id: str, spec: NextSpec) -> int | None:
     """Claim the spec for this run and open its passage; ``None`` if the run did not get it.
 
     The claim is a compare-and-set (``pending`` to ``in_progress``): of two runs reaching
     for one spec at once, exactly one gets it, and the other passes it over. A retried
     attempt finds the passage its first attempt opened.
     """
-    open_passage = _open_passage(db, run_id, spec.spec_id)
+    open_passage = _open_passage(rows, run_id, spec.spec_id)
     if open_passage is not None:
         return open_passage
-    claim = update(Spec).where(Spec.id == spec.spec_id, Spec.status == "pending")
-    claimed = cast(CursorResult[Any], db.execute(claim.values(status="in_progress")))
-    if claimed.rowcount != 1:
-        return None
-    passage = RunSpec(run_id=run_id, spec_id=spec.spec_id, group=spec.group, started_at=utcnow())
-    db.add(passage)
-    db.flush()
-    return passage.id
-
-
-def _open_passage(db: Session, run_id: str, spec_id: str) -> int | None:
-    return db.scalar(
-        select(RunSpec.id).where(
-            RunSpec.run_id == run_id, RunSpec.spec_id == spec_id, RunSpec.outcome.is_(None)
-        )
+    claimed = rows(
+        "UPDATE specs SET status = 'in_progress' WHERE id = :id AND status = 'pending'"
+        " RETURNING id",
+        {"id": spec.spec_id},
     )
+    if len(claimed) != 1:
+        return None
+    (passage,) = rows(
+        "INSERT INTO run_specs (run_id, spec_id, group_name, started_at)"
+        " VALUES (:run_id, :spec_id, :group, :now) RETURNING id",
+        {"run_id": run_id, "spec_id": spec.spec_id, "group": spec.group, "now": utcnow()},
+    )
+    return int(passage["id"])
 
 
-def load_step(graph: Graph, node_name: str | None) -> NodeStep | None:
-    """A node as stored now (``None``: the first node), transitions resolved.
+def _open_passage(rows: "Rows", run_id: str, spec_id: str) -> int | None:
+    found = rows(
+        "SELECT id FROM run_specs WHERE run_id = :run_id AND spec_id = :spec_id"
+        " AND outcome IS NULL",
+        {"run_id": run_id, "spec_id": spec_id},
+    )
+    return int(found[0]["id"]) if found else None
+
+
+def load_step(graph: Mapping[str, Any], node_name: str | None) -> NodeStep | None:
+    """A node of the graph as stored now (:func:`stored_graph`; ``None``: the first node),
+    transitions resolved.
 
     Nodes are read at each dispatch, so a ``graph edit`` during a run takes effect at the
     next node launch. ``None`` is returned when the named node no longer exists. An absurd
     stored timeout is clamped (:func:`node_timeout_minutes`) in the definition too, since
     the node's activity reads its process timeout from there.
     """
-    stored: list[dict[str, Any]] = list(graph.nodes)
-    ensembles: dict[str, Any] = dict(graph.ensembles)
+    stored: list[dict[str, Any]] = list(graph["nodes"])
+    ensembles: dict[str, Any] = dict(graph["ensembles"])
     nodes = [stored_node(_clamped_timeout(node)) for node in stored]
     names = [node.name for node in nodes]
     if not nodes or (node_name is not None and node_name not in names):
@@ -154,13 +187,14 @@ def _clamped_timeout(node: dict[str, Any]) -> dict[str, Any]:
     return {**node, "timeout_minutes": timeout}
 
 
-def _recorded_launch(db: Session, key: str) -> int | None:
+def _recorded_launch(rows: "Rows", key: str) -> int | None:
     """The node run an earlier attempt of launch ``key`` recorded."""
-    return db.scalar(select(NodeRun.id).where(NodeRun.launch_key == key))
+    found = rows("SELECT id FROM node_runs WHERE launch_key = :key", {"key": key})
+    return int(found[0]["id"]) if found else None
 
 
 def _record_launch(
-    db: Session,
+    rows: "Rows",
     key: str,
     run_id: str,
     spec_id: str,
@@ -173,20 +207,22 @@ def _record_launch(
     """A new node run, ``running`` from now; its id. ``platform`` and ``host`` are
     recorded from the start, so the output of a node still running is read as its
     harness prints it (``graph logs``), from the machine that has it."""
-    node_run = NodeRun(
-        launch_key=key,
-        run_id=run_id,
-        spec_id=spec_id,
-        node=node,
-        visit=visit,
-        platform=platform,
-        host=host,
-        status="running",
-        started_at=utcnow(),
+    (node_run,) = rows(
+        "INSERT INTO node_runs (launch_key, run_id, spec_id, node, visit, platform, host,"
+        " status, started_at) VALUES (:key, :run_id, :spec_id, :node, :visit, :platform,"
+        " :host, 'running', :now) RETURNING id",
+        {
+            "key": key,
+            "run_id": run_id,
+            "spec_id": spec_id,
+            "node": node,
+            "visit": visit,
+            "platform": platform,
+            "host": host,
+            "now": utcnow(),
+        },
     )
-    db.add(node_run)
-    db.flush()
-    return node_run.id
+    return int(node_run["id"])
 
 
 def _launched_platform(dispatch: NodeDispatch) -> str | None:
@@ -198,18 +234,23 @@ def _launched_platform(dispatch: NodeDispatch) -> str | None:
         return None
 
 
-def _record_end(node_run: NodeRun, result: NodeResult) -> None:
-    node_run.status = result.status
-    node_run.exit_code = result.exit_code
-    node_run.log_path = result.log_path
-    node_run.harness_session_id = result.harness_session_id
-    node_run.platform = result.platform
-    node_run.host = result.host
-    node_run.error = result.error
-    node_run.denial_count = result.denial_count
-    node_run.denials = result.denials
-    record_usage(node_run, result.usage)
-    node_run.ended_at = utcnow()
+def _record_end(rows: "Rows", node_run_id: int, result: NodeResult) -> None:
+    """Write how the node run ended, with what its harness reported it used."""
+    columns = {
+        "status": result.status,
+        "exit_code": result.exit_code,
+        "log_path": result.log_path,
+        "harness_session_id": result.harness_session_id,
+        "platform": result.platform,
+        "host": result.host,
+        "error": result.error,
+        "denial_count": result.denial_count,
+        "denials": result.denials,
+        **usage_columns(result.usage),
+        "ended_at": utcnow(),
+    }
+    assigned = ", ".join(f"{name} = :{name}" for name in columns)
+    rows(f"UPDATE node_runs SET {assigned} WHERE id = :id", {**columns, "id": node_run_id})
 
 
 RATE_LIMIT_STREAK_READ = 8
@@ -221,93 +262,97 @@ FINAL_OUTCOMES = ("completed", "failed", "skipped")
 ``pending``."""
 
 
-def _close_passage(db: Session, passage: RunSpec, outcome: str, ended_node: str | None) -> None:
-    """Close ``passage`` and set its spec's status from the outcome."""
-    passage.outcome = outcome
-    passage.ended_node = ended_node
-    passage.ended_at = utcnow()
-    db.get_one(Spec, passage.spec_id).status = outcome if outcome in FINAL_OUTCOMES else "pending"
-
-
-def _has_spec_completed_hooks(graph: Graph) -> bool:
-    return bool((graph.hooks or {}).get("on_spec_completed"))
-
-
-def _ended_node(db: Session, spec_id: str) -> str | None:
-    """The node at which the spec's latest failed passage ended."""
-    return db.scalar(
-        select(RunSpec.ended_node)
-        .where(RunSpec.spec_id == spec_id, RunSpec.outcome == "failed")
-        .order_by(RunSpec.id.desc())
-        .limit(1)
+def _close_passage(rows: "Rows", passage: "Row", outcome: str, ended_node: str | None) -> None:
+    """Close ``passage`` (its ``id`` and ``spec_id``) and set its spec's status from the
+    outcome."""
+    rows(
+        "UPDATE run_specs SET outcome = :outcome, ended_node = :ended_node, ended_at = :now"
+        " WHERE id = :id",
+        {"outcome": outcome, "ended_node": ended_node, "now": utcnow(), "id": passage["id"]},
+    )
+    rows(
+        "UPDATE specs SET status = :status WHERE id = :id",
+        {
+            "status": outcome if outcome in FINAL_OUTCOMES else "pending",
+            "id": passage["spec_id"],
+        },
     )
 
 
-def _scope(db: Session, run: Run) -> list[str]:
-    """The specs a run drains: its queue's members, else its graph's bound specs."""
-    return list(db.scalars(_scope_query(run)))
+def _passage_record(rows: "Rows", passage_id: int) -> "Row":
+    """A spec passage's ``id``, ``run_id``, ``spec_id`` and ``outcome``."""
+    (passage,) = rows(
+        "SELECT id, run_id, spec_id, outcome FROM run_specs WHERE id = :id", {"id": passage_id}
+    )
+    return passage
 
 
-def _scope_query(run: Run) -> Select[str]:
-    if run.queue_id is not None:
-        return select(QueueMember.spec_id).where(QueueMember.queue_id == run.queue_id)
-    return select(GraphSpec.spec_id).where(GraphSpec.graph_id == run.graph_id)
+def _has_spec_completed_hooks(graph: Mapping[str, Any]) -> bool:
+    """Whether the graph (:func:`stored_graph`) has ``on_spec_completed`` hooks."""
+    return bool(graph["hooks"].get("on_spec_completed"))
 
 
-def _held_elsewhere(db: Session, run: Run, spec_ids: list[str]) -> dict[str, str]:
-    """Which of ``spec_ids`` another active run holds (an open passage), each with the line
-    that says so: ``spec alpha (spec-…) is being run by run-… of graph build``."""
-    rows = db.execute(
-        select(RunSpec.spec_id, Spec.name, Run.id, Graph.name)
-        .join(Run, Run.id == RunSpec.run_id)
-        .join(Graph, Graph.id == Run.graph_id)
-        .join(Spec, Spec.id == RunSpec.spec_id)
-        .where(
-            RunSpec.spec_id.in_(spec_ids),
-            RunSpec.outcome.is_(None),
-            Run.id != run.id,
-            Run.status.in_(ACTIVE_RUN_STATUSES),
-        )
-        .order_by(RunSpec.id)
+def _ended_node(rows: "Rows", spec_id: str) -> str | None:
+    """The node at which the spec's latest failed passage ended."""
+    found = rows(
+        "SELECT ended_node FROM run_specs WHERE spec_id = :spec_id AND outcome = 'failed'"
+        " ORDER BY id DESC LIMIT 1",
+        {"spec_id": spec_id},
+    )
+    return found[0]["ended_node"] if found else None
+
+
+def _held_elsewhere(rows: "Rows", run: "Row") -> dict[str, str]:
+    """Which of the specs ``run`` drains another active run holds (an open passage), each
+    with the line that says so: ``spec alpha (spec-…) is being run by run-… of graph
+    build``."""
+    scope, params = _scope(run)
+    active, statuses = bound_list("active", ACTIVE_RUN_STATUSES)
+    found = rows(
+        "SELECT p.spec_id, s.name, r.id AS holder, g.name AS graph FROM run_specs p"
+        " JOIN runs r ON r.id = p.run_id JOIN graphs g ON g.id = r.graph_id"
+        " JOIN specs s ON s.id = p.spec_id"
+        f" WHERE p.spec_id IN ({scope}) AND p.outcome IS NULL AND r.id != :run"
+        f" AND r.status IN {active} ORDER BY p.id",
+        {**params, **statuses, "run": run["id"]},
     )
     return {
-        spec_id: f"spec {name} ({spec_id}) is being run by {holder} of graph {graph}"
-        for spec_id, name, holder, graph in rows
+        row["spec_id"]: (
+            f"spec {row['name']} ({row['spec_id']}) is being run by {row['holder']} "
+            f"of graph {row['graph']}"
+        )
+        for row in found
     }
 
 
 def _ahead(
-    db: Session,
+    rows: "Rows",
     run_id: str,
     graph_id: str,
     spec: NextSpec | None,
     node: str | None,
     count_pending: bool,
 ) -> Ahead:
-    upcoming = spec or _next_pending(db, run_id)
+    upcoming = spec or _next_pending(rows, run_id)
     if upcoming is None:
         return Ahead(pending=0)
-    graph = db.get_one(Graph, graph_id)
+    graph = stored_graph(rows, graph_id)
     return Ahead(
         spec=upcoming,
         step=load_step(graph, node),
-        allow_dirty_start=graph.allow_dirty_start,
-        pending=_pending_count(db, run_id) if count_pending else None,
+        allow_dirty_start=graph["allow_dirty_start"],
+        pending=_pending_count(rows, run_id) if count_pending else None,
     )
 
 
-def _closed_passage(db: Session, request: SpecClose) -> int | None:
+def _closed_passage(rows: "Rows", request: SpecClose) -> int | None:
     """The passage of this spec an earlier attempt of the same close already closed."""
-    return db.scalar(
-        select(RunSpec.id)
-        .where(
-            RunSpec.run_id == request.run_id,
-            RunSpec.spec_id == request.spec.spec_id,
-            RunSpec.outcome == request.outcome,
-        )
-        .order_by(RunSpec.id.desc())
-        .limit(1)
+    found = rows(
+        "SELECT id FROM run_specs WHERE run_id = :run_id AND spec_id = :spec_id"
+        " AND outcome = :outcome ORDER BY id DESC LIMIT 1",
+        {"run_id": request.run_id, "spec_id": request.spec.spec_id, "outcome": request.outcome},
     )
+    return int(found[0]["id"]) if found else None
 
 
 class RunRecords:
@@ -322,27 +367,28 @@ class RunRecords:
     def limit_streak(self, launch: NodeLaunch) -> int:
         """How many of this run's node runs of the spec's node, just before ``launch``'s,
         ended usage-limited: how far an API rate limit's backoff has grown."""
-        with self._store.transaction() as db:
-            statuses = db.scalars(
-                select(NodeRun.status)
-                .where(
-                    NodeRun.run_id == launch.run_id,
-                    NodeRun.spec_id == launch.spec_id,
-                    NodeRun.node == launch.node.name,
-                    NodeRun.id < launch.node_run_id,
-                )
-                .order_by(NodeRun.id.desc())
-                .limit(RATE_LIMIT_STREAK_READ)
+        with sql_transaction(self._store) as rows:
+            found = rows(
+                "SELECT status FROM node_runs WHERE run_id = :run_id AND spec_id = :spec_id"
+                " AND node = :node AND id < :before ORDER BY id DESC LIMIT :limit",
+                {
+                    "run_id": launch.run_id,
+                    "spec_id": launch.spec_id,
+                    "node": launch.node.name,
+                    "before": launch.node_run_id,
+                    "limit": RATE_LIMIT_STREAK_READ,
+                },
             )
-            return sum(1 for _ in takewhile(lambda status: status == "limit_blocked", statuses))
+        statuses = (row["status"] for row in found)
+        return sum(1 for _ in takewhile(lambda status: status == "limit_blocked", statuses))
 
     @activity.defn
     def read_ahead(self, request: ReadAhead) -> Ahead:
         """What runs next, read now: the spec (given, or the next pending one), the node it
         starts at (transitions resolved), and the graph's ``allow_dirty_start``."""
-        with self._store.transaction() as db:
+        with sql_transaction(self._store) as rows:
             return _ahead(
-                db,
+                rows,
                 request.run_id,
                 request.graph_id,
                 request.spec,
@@ -363,23 +409,23 @@ class RunRecords:
         Idempotent: a retried attempt finds the passage its first attempt closed (the spec
         is no longer pending, so it is not claimed again).
         """
-        with self._store.transaction() as db:
-            passage_id = _open_passage(db, request.run_id, request.spec.spec_id)
+        with sql_transaction(self._store) as rows:
+            passage_id = _open_passage(rows, request.run_id, request.spec.spec_id)
             if passage_id is None and request.outcome in FINAL_OUTCOMES:
-                claimed = _claim(db, request.run_id, request.spec)
-                passage_id = claimed or _closed_passage(db, request)
+                claimed = _claim(rows, request.run_id, request.spec)
+                passage_id = claimed or _closed_passage(rows, request)
                 if passage_id is None:
                     return SpecClosed(passage_id=None, taken=True)
             if passage_id is not None:
-                passage = db.get_one(RunSpec, passage_id)
-                if passage.outcome is None:
-                    _close_passage(db, passage, request.outcome, request.ended_node)
-            graph = db.get_one(Graph, request.graph_id)
+                passage = _passage_record(rows, passage_id)
+                if passage["outcome"] is None:
+                    _close_passage(rows, passage, request.outcome, request.ended_node)
+            graph = stored_graph(rows, request.graph_id)
             hooks = request.outcome == "completed" and _has_spec_completed_hooks(graph)
             closed = SpecClosed(passage_id=passage_id, spec_completed_hooks=hooks)
             if request.read_ahead and not hooks:
                 closed.ahead = _ahead(
-                    db, request.run_id, request.graph_id, None, None, request.count_pending
+                    rows, request.run_id, request.graph_id, None, None, request.count_pending
                 )
             return closed
 
@@ -387,10 +433,12 @@ class RunRecords:
     def record_launch_end(self, end: LaunchEnd) -> None:
         """Record how a launch ended when its activity could not (it was cancelled by a stop,
         or failed): nothing to do if it never recorded a node run."""
-        with self._store.transaction() as db:
-            node_run = db.scalar(select(NodeRun).where(NodeRun.launch_key == end.launch_key))
-            if node_run is not None and node_run.status == "running":
-                _record_end(node_run, end.result)
+        with sql_transaction(self._store) as rows:
+            found = rows(
+                "SELECT id, status FROM node_runs WHERE launch_key = :key", {"key": end.launch_key}
+            )
+            if found and found[0]["status"] == "running":
+                _record_end(rows, found[0]["id"], end.result)
 
     @activity.defn
     def queue_settlement(self, request: RunRef) -> dict[str, Any] | None:
@@ -404,22 +452,22 @@ class RunRecords:
         one snapshot, so a member another run completes in between is then held or
         completed, never blamed (read the other way round, it was neither).
         """
-        with self._store.transaction() as db:
-            run = db.get_one(Run, request.run_id)
-            held = _held_elsewhere(db, run, _scope(db, run))
-            rows = db.execute(
-                select(Spec.id, Spec.name, Spec.status)
-                .join(QueueMember, QueueMember.spec_id == Spec.id)
-                .where(QueueMember.queue_id == run.queue_id)
-                .order_by(QueueMember.position)
-            ).all()
+        with sql_transaction(self._store) as rows:
+            run = run_record(rows, request.run_id)
+            held = _held_elsewhere(rows, run)
+            members = rows(
+                "SELECT s.id, s.name, s.status FROM specs s"
+                " JOIN queue_members m ON m.spec_id = s.id"
+                " WHERE m.queue_id = :queue ORDER BY m.position",
+                {"queue": run["queue_id"]},
+            )
             unfinished = [
-                (spec_id, name, status)
-                for spec_id, name, status in rows
-                if status not in ("completed", "skipped") and spec_id not in held
+                (member["id"], member["name"], member["status"])
+                for member in members
+                if member["status"] not in ("completed", "skipped") and member["id"] not in held
             ]
             failed = [spec_id for spec_id, _, status in unfinished if status == "failed"]
-            node = _ended_node(db, failed[0]) if failed else None
+            node = _ended_node(rows, failed[0]) if failed else None
         if not unfinished:
             return None
         names = ", ".join(f"{name} ({spec_id}: {status})" for spec_id, name, status in unfinished)
@@ -443,17 +491,19 @@ class RunRecords:
         another run is still running, so a run that passed specs over says where they went;
         the signals it ignored (``ignored_signals``) stay.
         """
-        with self._store.transaction() as db:
-            run = set_run_status(db, settlement.run_id, settlement.status, settlement.blocker)
-            run.ended_at = utcnow()
+        with sql_transaction(self._store) as rows:
+            run = set_run_status(rows, settlement.run_id, settlement.status, settlement.blocker)
             summary = settlement.counts.model_dump()
-            held = _held_elsewhere(db, run, _scope(db, run))
+            held = _held_elsewhere(rows, run)
             if held:
                 summary["held_elsewhere"] = list(held.values())
-            ignored = (run.summary or {}).get(IGNORED_SIGNALS)
+            ignored = (run["summary"] or {}).get(IGNORED_SIGNALS)
             if ignored:
                 summary[IGNORED_SIGNALS] = ignored
-            run.summary = summary
+            rows(
+                "UPDATE runs SET ended_at = :now, summary = :summary WHERE id = :id",
+                {"now": utcnow(), "summary": summary, "id": run["id"]},
+            )
 
     def open_launch(
         self, dispatch: NodeDispatch, guard: Callable[[str], WorktreeState]
@@ -467,16 +517,16 @@ class RunRecords:
         recorded yet (a retried one finds the node's own edits in the tree).
         """
         state = guard(dispatch.workdir) if dispatch.guard else None
-        with self._store.transaction() as db:
-            recorded = _recorded_launch(db, dispatch.launch_key)
+        with sql_transaction(self._store) as rows:
+            recorded = _recorded_launch(rows, dispatch.launch_key)
             if recorded is not None:
                 return recorded
             if state is not None and not state.clean:
                 return DispatchOutcome(dirty=state)
-            if _claim(db, dispatch.run_id, dispatch.spec) is None:
+            if _claim(rows, dispatch.run_id, dispatch.spec) is None:
                 return DispatchOutcome(taken=True)
             return _record_launch(
-                db,
+                rows,
                 dispatch.launch_key,
                 dispatch.run_id,
                 dispatch.spec_id,
@@ -488,5 +538,5 @@ class RunRecords:
 
     def record_node_end(self, node_run_id: int, result: NodeResult) -> None:
         """Record how a node run ended (the node activity, right after the node)."""
-        with self._store.transaction() as db:
-            _record_end(db.get_one(NodeRun, node_run_id), result)
+        with sql_transaction(self._store) as rows:
+            _record_end(rows, node_run_id, result)

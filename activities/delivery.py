@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import select
 from temporalio import activity
 
 from canopy.activities.detached import Command, LaunchError, ProcessEnd, ProcessFiles, run_once
@@ -30,17 +29,20 @@ from canopy.contracts.session_delivery import (
     SessionRef,
 )
 from canopy.errors import Refused
+from canopy.ops.common import sql_transaction
 from canopy.ops.notifications import notify
-from canopy.ops.sessions import LIVE, SESSION_NOT_FOUND, message_json
+from canopy.ops.sessions import LIVE, SESSION_NOT_FOUND, find_message
 from canopy.paths import session_path
 from canopy.permissions import Permissions, nearest, stored_permissions
 from canopy.platforms import Platform, get_platform, limit_wait, platform_permissions
 from canopy.sessions.transcripts import append_turn
 from canopy.store.engine import Store
-from canopy.store.models import InteractiveSession, Message
-from canopy.store.queries import UNDELIVERED_STATUSES
+from canopy.store.queries import UNDELIVERED_STATUSES, bound_list
 from canopy.temporal import client as temporal_client
-from canopy.timefmt import as_utc, to_iso, utcnow
+from canopy.timefmt import as_utc, stored_time, to_iso, utcnow
+
+if TYPE_CHECKING:
+    from canopy.store.queries import Row, Rows
 
 TURN_TIMEOUT_MINUTES = 6 * 60.0
 """A turn still running after this long is stopped and its message recorded as failed."""
@@ -76,24 +78,22 @@ class DeliveryActivities:
     def next_message(self, session: SessionRef) -> NextMessage | None:
         """The session's oldest message not yet delivered, if any, with the time it waits
         for when a usage limit held it back (the workflow's timer does the waiting)."""
-        with self._store.transaction() as db:
-            found = db.execute(
-                select(Message.id, Message.retry_at, InteractiveSession.host)
-                .join(InteractiveSession, InteractiveSession.id == Message.session_id)
-                .where(
-                    Message.session_id == session.session_id,
-                    Message.status.in_(UNDELIVERED_STATUSES),
-                )
-                .order_by(Message.seq)
-                .limit(1)
-            ).first()
-        if found is None:
+        undelivered, params = bound_list("undelivered", UNDELIVERED_STATUSES)
+        with sql_transaction(self._store) as rows:
+            found = rows(
+                "SELECT m.id, m.retry_at, s.host FROM messages m"
+                " JOIN sessions s ON s.id = m.session_id"
+                f" WHERE m.session_id = :session_id AND m.status IN {undelivered}"
+                " ORDER BY m.seq LIMIT 1",
+                {**params, "session_id": session.session_id},
+            )
+        if not found:
             return None
-        message_id, retry_at, host = found
+        retry_at = found[0]["retry_at"]
         return NextMessage(
-            message_id=message_id,
-            agents_task_queue=temporal_client.agents_task_queue(host),
-            retry_at=as_utc(retry_at) if retry_at else None,
+            message_id=found[0]["id"],
+            agents_task_queue=temporal_client.agents_task_queue(found[0]["host"]),
+            retry_at=as_utc(stored_time(retry_at)) if retry_at else None,
         )
 
     @activity.defn
@@ -126,17 +126,14 @@ class DeliveryActivities:
         """Record a message whose delivery kept failing as failed (recallable), with a
         notification, so the messages behind it can go."""
         message_id = failure.message_id
-        with self._store.transaction() as db:
-            message = db.scalar(select(Message).where(Message.id == message_id))
-            if message is None or message.status not in UNDELIVERED_STATUSES:
+        with sql_transaction(self._store) as rows:
+            message = _message(rows, message_id)
+            if message is None or message["status"] not in UNDELIVERED_STATUSES:
                 return
-            message.status, message.error = FAILED, f"delivery kept failing: {failure.error}"
+            error = f"delivery kept failing: {failure.error}"
+            _update_message(rows, message_id, status=FAILED, error=error)
             notify(
-                db,
-                DELIVERY_FAILED,
-                f"{message_id}: {message.error}",
-                message.session_id,
-                message_id,
+                rows, DELIVERY_FAILED, f"{message_id}: {error}", message["session_id"], message_id
             )
 
     def begin_delivery(self, message_id: str) -> TurnPlan | DeliveryOutcome:
@@ -145,40 +142,41 @@ class DeliveryActivities:
         A new attempt needs a live session; an attempt already ``delivering`` (its worker
         was lost) goes on regardless, since its turn may already be running.
         """
-        with self._store.transaction() as db:
-            message = db.scalar(select(Message).where(Message.id == message_id))
-            if message is None or message.status not in UNDELIVERED_STATUSES:
-                status = cast(DeliveryStatus, message.status) if message else FAILED
+        with sql_transaction(self._store) as rows:
+            message = _message(rows, message_id)
+            if message is None or message["status"] not in UNDELIVERED_STATUSES:
+                status = cast(DeliveryStatus, message["status"]) if message else FAILED
                 return DeliveryOutcome(status=status)
-            target = db.get(InteractiveSession, message.session_id or "")
-            if message.status != "delivering":
-                if target is None or target.status != LIVE:
+            target = _session(rows, message["session_id"])
+            attempts = message["attempts"]
+            if message["status"] != "delivering":
+                if target is None or target["status"] != LIVE:
                     why = "no longer exists" if target is None else "was closed"
-                    message.status = SESSION_NOT_FOUND
-                    message.error = f"session {message.session_id} {why} before delivery"
+                    error = f"session {message['session_id']} {why} before delivery"
+                    _update_message(rows, message_id, status=SESSION_NOT_FOUND, error=error)
                     notify(
-                        db,
+                        rows,
                         SESSION_NOT_FOUND,
-                        f"{message_id}: {message.error}; {KEPT}",
-                        message.session_id,
+                        f"{message_id}: {error}; {KEPT}",
+                        message["session_id"],
                         message_id,
                     )
                     return DeliveryOutcome(status="session_not_found")
-                message.attempts += 1
-                message.status, message.retry_at = "delivering", None
+                attempts += 1
+                _update_message(
+                    rows, message_id, attempts=attempts, status="delivering", retry_at=None
+                )
             assert target is not None
-            files = ProcessFiles(
-                session_path(target.id, "turns", f"{message.id}-{message.attempts}")
-            )
-            message.log_path = str(files.output)
+            files = ProcessFiles(session_path(target["id"], "turns", f"{message_id}-{attempts}"))
+            _update_message(rows, message_id, log_path=str(files.output))
             return TurnPlan(
-                message_id=message.id,
-                session_id=target.id,
-                platform=target.platform,
-                workdir=target.workdir,
-                prompt=message.prompt,
-                resume_conversation_id=target.harness_conversation_id,
-                permissions=stored_permissions(target.permissions),
+                message_id=message_id,
+                session_id=target["id"],
+                platform=target["platform"],
+                workdir=target["workdir"],
+                prompt=message["prompt"],
+                resume_conversation_id=target["harness_conversation_id"],
+                permissions=stored_permissions(target["permissions"]),
                 files=files,
             )
 
@@ -205,13 +203,15 @@ class DeliveryActivities:
     ) -> DeliveryOutcome:
         """The harness hit a usage limit: the same message is tried again at ``retry_at``,
         resuming the conversation the limited turn opened, if it opened one."""
-        with self._store.transaction() as db:
-            message = db.scalars(select(Message).where(Message.id == plan.message_id)).one()
-            message.status, message.retry_at, message.error = "waiting", retry_at, reason
+        with sql_transaction(self._store) as rows:
+            _update_message(
+                rows, plan.message_id, status="waiting", retry_at=retry_at, error=reason
+            )
             if conversation is not None:
-                db.get_one(
-                    InteractiveSession, plan.session_id
-                ).harness_conversation_id = conversation
+                rows(
+                    "UPDATE sessions SET harness_conversation_id = :conversation WHERE id = :id",
+                    {"conversation": conversation, "id": plan.session_id},
+                )
         return DeliveryOutcome(status="waiting", retry_at=retry_at)
 
     def finish(
@@ -227,25 +227,37 @@ class DeliveryActivities:
         conversation = _conversation_id(platform, output) if platform is not None else None
         reply = platform.reply_text(output) if platform is not None and output else None
         now = utcnow()
-        with self._store.transaction() as db:
-            message = db.scalars(select(Message).where(Message.id == plan.message_id)).one()
-            target = db.get_one(InteractiveSession, plan.session_id)
+        with sql_transaction(self._store) as rows:
+            target = _session(rows, plan.session_id)
+            assert target is not None  # sessions are never deleted
             if conversation is not None:
-                target.harness_conversation_id = conversation
-            target.updated_at = now
-            message.status, message.error, message.reply = status, error, reply
-            if status == DELIVERED:
-                message.delivered_session_id, message.delivered_at = target.id, now
-            else:
+                target["harness_conversation_id"] = conversation
+            rows(
+                "UPDATE sessions SET harness_conversation_id = :conversation, updated_at = :now"
+                " WHERE id = :id",
+                {"conversation": target["harness_conversation_id"], "now": now, "id": target["id"]},
+            )
+            delivered = {"delivered_session_id": target["id"], "delivered_at": now}
+            _update_message(
+                rows,
+                plan.message_id,
+                status=status,
+                error=error,
+                reply=reply,
+                **(delivered if status == DELIVERED else {}),
+            )
+            if status != DELIVERED:
                 notify(
-                    db,
+                    rows,
                     DELIVERY_FAILED,
-                    f"{message.id} to session {target.id}: {error}",
-                    target.id,
-                    message.id,
+                    f"{plan.message_id} to session {target['id']}: {error}",
+                    target["id"],
+                    plan.message_id,
                 )
+            message = find_message(rows, plan.message_id)
+            assert message is not None  # it was just updated
             append_turn(
-                Path(target.transcript_path), _transcript_entry(message, target, reply, now)
+                Path(target["transcript_path"]), _transcript_entry(message, target, reply, now)
             )
         return DeliveryOutcome(status=status)
 
@@ -259,18 +271,52 @@ def _conversation_id(platform: Platform, output: str) -> str | None:
 
 
 def _transcript_entry(
-    message: Message, target: InteractiveSession, reply: str | None, at: datetime
+    message: "Row", target: "Row", reply: str | None, at: datetime
 ) -> dict[str, Any]:
-    shaped = message_json(message)
+    """A turn as the transcript keeps it: the message (:func:`message_json`) and the
+    session it went to."""
     return {
-        "message_id": message.id,
+        "message_id": message["id"],
         "at": to_iso(at),
-        "status": message.status,
-        "session_id": target.id,
-        "harness_conversation_id": target.harness_conversation_id,
-        "provenance": shaped["provenance"],
-        "prompt": message.prompt,
+        "status": message["status"],
+        "session_id": target["id"],
+        "harness_conversation_id": target["harness_conversation_id"],
+        "provenance": message["provenance"],
+        "prompt": message["prompt"],
         "reply": reply,
-        "error": message.error,
-        "log_path": message.log_path,
+        "error": message["error"],
+        "log_path": message["delivery"]["log_path"],
     }
+
+
+def _message(rows: "Rows", message_id: str) -> "Row | None":
+    """The delivery fields of a message, or ``None``."""
+    found = rows(
+        "SELECT id, session_id, status, attempts, prompt FROM messages WHERE id = :id",
+        {"id": message_id},
+    )
+    return found[0] if found else None
+
+
+def _session(rows: "Rows", session_id: str | None) -> "Row | None":
+    """The session fields a turn needs, or ``None`` (no such session, or no id)."""
+    found = rows(
+        "SELECT id, status, platform, workdir, harness_conversation_id, permissions,"
+        " transcript_path FROM sessions WHERE id = :id",
+        {"id": session_id or ""},
+    )
+    return found[0] if found else None
+
+
+_MESSAGE_FIELDS = frozenset(
+    {"status", "error", "reply", "attempts", "retry_at", "log_path"}
+    | {"delivered_session_id", "delivered_at"}
+)
+"""The fields of a message delivery writes."""
+
+
+def _update_message(rows: "Rows", message_id: str, **fields: Any) -> None:
+    """Write ``fields`` (of :data:`_MESSAGE_FIELDS`) of the message."""
+    assert fields.keys() <= _MESSAGE_FIELDS, fields
+    assigned = ", ".join(f"{name} = :{name}" for name in fields)
+    rows(f"UPDATE messages SET {assigned} WHERE id = :id", {**fields, "id": message_id})

@@ -18,9 +18,8 @@ import asyncio
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
 from temporalio import activity
 
 from canopy.activities import ledger
@@ -39,6 +38,7 @@ from canopy.errors import Refused
 from canopy.graphs import markers
 from canopy.graphs.hookmodels import AgentHook, CommandHook, Hook, InteractiveHook, stored_hook
 from canopy.graphs.hooks import SPEC_EVENTS
+from canopy.ops.common import sql_transaction
 from canopy.ops.session_wake import wake_session
 from canopy.ops.sessions import enqueue_hook_message
 from canopy.paths import run_log_dir
@@ -46,8 +46,11 @@ from canopy.permissions import Permissions, nearest, stored_permissions
 from canopy.platforms import get_platform, platform_permissions
 from canopy.platforms.usage import HarnessUsage
 from canopy.store.engine import Store
-from canopy.store.models import Graph, HookRun, Message, RunSpec, Spec
+from canopy.store.queries import stored_json
 from canopy.timefmt import utcnow
+
+if TYPE_CHECKING:
+    from canopy.store.queries import Rows
 
 OUTPUT_KEPT_CHARACTERS = 4000
 COMMAND_HOOK_TIMEOUT_MINUTES = 60.0
@@ -182,10 +185,13 @@ class HookActivities:
     def stored_hooks(self, firing: HookFiring) -> tuple[list[dict[str, Any]], Permissions | None]:
         """The hooks of the firing's event, as stored now (an edit during the run counts),
         and the graph's permission level, which agent hooks that set none run at."""
-        with self._store.transaction() as db:
-            graph = db.get_one(Graph, firing.graph_id)
-            hooks = list((graph.hooks or {}).get(firing.event, []))
-            return hooks, stored_permissions(graph.permissions)
+        with sql_transaction(self._store) as rows:
+            (graph,) = rows(
+                "SELECT CAST(hooks AS TEXT) AS hooks, permissions FROM graphs WHERE id = :id",
+                {"id": firing.graph_id},
+            )
+        hooks = list((stored_json(graph["hooks"]) or {}).get(firing.event, []))
+        return hooks, stored_permissions(graph["permissions"])
 
     def marker_values(self, firing: HookFiring) -> dict[str, str | None]:
         """The reference's markers, populated as the event provides them (others: none)."""
@@ -208,14 +214,17 @@ class HookActivities:
 
     def completed_specs(self, run_id: str) -> str | None:
         """``name: one-line summary`` of each spec this run completed, in completion order."""
-        with self._store.transaction() as db:
-            rows = db.execute(
-                select(Spec.name, Spec.body)
-                .join(RunSpec, RunSpec.spec_id == Spec.id)
-                .where(RunSpec.run_id == run_id, RunSpec.outcome == "completed")
-                .order_by(RunSpec.ended_at, RunSpec.id)
-            ).all()
-        lines = [_name_and_summary(name, specformat.summary_line(body)) for name, body in rows]
+        with sql_transaction(self._store) as rows:
+            completed = rows(
+                "SELECT s.name, s.body FROM specs s JOIN run_specs p ON p.spec_id = s.id"
+                " WHERE p.run_id = :run_id AND p.outcome = 'completed'"
+                " ORDER BY p.ended_at, p.id",
+                {"run_id": run_id},
+            )
+        lines = [
+            _name_and_summary(spec["name"], specformat.summary_line(spec["body"]))
+            for spec in completed
+        ]
         return "\n".join(lines) or None
 
     def open_hook_run(
@@ -228,26 +237,32 @@ class HookActivities:
         so the interrupted hook is finished, not dropped and not started twice.
         """
         key = fire_key(firing, index)
-        with self._store.transaction() as db:
-            existing = db.scalar(select(HookRun).where(HookRun.fire_key == key))
-            if existing is not None:
-                if existing.status == "running":
-                    return existing.id, dict(existing.hook_config)
-                return None
-            hook_run = HookRun(
-                graph_id=firing.graph_id,
-                run_id=firing.run_id,
-                event=firing.event,
-                hook_index=index,
-                hook_config=copy.deepcopy(hook),
-                spec_id=spec_id,
-                status="running",
-                fire_key=key,
-                started_at=utcnow(),
+        with sql_transaction(self._store) as rows:
+            existing = rows(
+                "SELECT id, status, CAST(hook_config AS TEXT) AS hook_config FROM hook_runs"
+                " WHERE fire_key = :key",
+                {"key": key},
             )
-            db.add(hook_run)
-            db.flush()
-            return hook_run.id, hook
+            if existing:
+                if existing[0]["status"] == "running":
+                    return int(existing[0]["id"]), dict(stored_json(existing[0]["hook_config"]))
+                return None
+            (hook_run,) = rows(
+                "INSERT INTO hook_runs (graph_id, run_id, event, hook_index, hook_config,"
+                " spec_id, status, fire_key, started_at) VALUES (:graph_id, :run_id, :event,"
+                " :hook_index, :hook_config, :spec_id, 'running', :key, :now) RETURNING id",
+                {
+                    "graph_id": firing.graph_id,
+                    "run_id": firing.run_id,
+                    "event": firing.event,
+                    "hook_index": index,
+                    "hook_config": copy.deepcopy(hook),
+                    "spec_id": spec_id,
+                    "key": key,
+                    "now": utcnow(),
+                },
+            )
+            return int(hook_run["id"]), hook
 
     async def run_and_record(
         self,
@@ -286,15 +301,18 @@ class HookActivities:
         except Refused:  # the hook failed on it already; its run is recorded all the same
             platform = None
         usage = ledger.read_report(platform, end.log).usage
-        with self._store.transaction() as db:
-            hook_run = db.get_one(HookRun, hook_run_id)
-            hook_run.status = end.status
-            hook_run.output = end.output
-            hook_run.error = end.error
-            hook_run.log_path = str(end.log) if end.log else None
-            hook_run.platform = end.platform
-            ledger.record_usage(hook_run, usage)
-            hook_run.ended_at = utcnow()
+        columns = {
+            "status": end.status,
+            "output": end.output,
+            "error": end.error,
+            "log_path": str(end.log) if end.log else None,
+            "platform": end.platform,
+            **ledger.usage_columns(usage),
+            "ended_at": utcnow(),
+        }
+        assigned = ", ".join(f"{name} = :{name}" for name in columns)
+        with sql_transaction(self._store) as rows:
+            rows(f"UPDATE hook_runs SET {assigned} WHERE id = :id", {**columns, "id": hook_run_id})
         return usage
 
     async def run_hook(
@@ -352,10 +370,9 @@ class HookActivities:
     ) -> tuple[str, str | None, str | None]:
         """The hook run's message (queued now, or by an interrupted attempt): its id, the
         session it targets and why it could not be queued."""
-        with self._store.transaction() as db:
-            queued_before = db.scalar(select(Message).where(Message.hook_run_id == hook_run_id))
-            message = queued_before or enqueue_hook_message(
-                db,
+        with sql_transaction(self._store) as rows:
+            message = _hook_message(rows, hook_run_id) or enqueue_hook_message(
+                rows,
                 markers.render(hook.prompt, values, markers.HOOK_MARKERS),
                 target_session_id=hook.target_session_id,
                 target_session_name=hook.target_session_name,
@@ -364,4 +381,13 @@ class HookActivities:
                 event=firing.event,
                 hook_run_id=hook_run_id,
             )
-            return message.id, message.session_id, message.error
+            return message["id"], message["session_id"], message["error"]
+
+
+def _hook_message(rows: "Rows", hook_run_id: int) -> dict[str, Any] | None:
+    """The message an interrupted attempt of the hook run already queued, if any."""
+    found = rows(
+        "SELECT id, session_id, error FROM messages WHERE hook_run_id = :id ORDER BY seq LIMIT 1",
+        {"id": hook_run_id},
+    )
+    return found[0] if found else None

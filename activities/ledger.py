@@ -8,9 +8,9 @@ never a guessed zero.
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from canopy.platforms import HarnessUsage, Platform
-from canopy.store.models import HarnessUsageColumns
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,11 @@ def read_report(platform: Platform | None, log: Path | None) -> LogReport:
     return LogReport(platform.usage(output), platform.denials(output))
 
 
-def record_usage(row: HarnessUsageColumns, usage: HarnessUsage | None) -> None:
-    """Set the row's usage columns (named as :class:`HarnessUsage`'s fields) from
-    ``usage``; all ``NULL`` when there is none."""
-    for item in fields(HarnessUsage):
-        setattr(row, item.name, getattr(usage, item.name) if usage is not None else None)
+def usage_columns(usage: HarnessUsage | None) -> dict[str, Any]:
+    """The usage columns of a node run's or hook run's row (named as
+    :class:`HarnessUsage`'s fields) as ``usage`` sets them; all ``NULL`` when there is
+    none."""
+    return {
+        item.name: getattr(usage, item.name) if usage is not None else None
+        for item in fields(HarnessUsage)
+    }

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from temporalio import activity
 
@@ -36,6 +37,7 @@ from canopy.contracts.graph_run import DispatchOutcome, NodeDispatch, NodeLaunch
 from canopy.errors import Refused
 from canopy.graphs import markers
 from canopy.graphs.nodemodels import AgentNode, CommandNode, EnsembleNode
+from canopy.ops.common import sql_transaction
 from canopy.paths import run_log_dir
 from canopy.permissions import Permissions, nearest, stored_permissions
 from canopy.platforms import (
@@ -47,10 +49,12 @@ from canopy.platforms import (
     platform_permissions,
 )
 from canopy.store.engine import Store
-from canopy.store.models import Graph, Spec
 from canopy.temporal.client import this_host
 from canopy.timefmt import utcnow
 from canopy.workdir import worktree_state
+
+if TYPE_CHECKING:
+    from canopy.store.queries import Rows
 
 MAX_RECORDED_DENIALS = 5
 """How many of a node run's denials are kept, one line each (all are counted)."""
@@ -62,21 +66,28 @@ def node_marker_values(store: Store, launch: NodeLaunch) -> dict[str, str | None
     """Marker values for a node prompt or command: graph, spec, body and its sections.
 
     A store read: the node activities run it on a thread, off the worker's event loop."""
-    with store.transaction() as db:
-        return _marker_values(db.get_one(Spec, launch.spec_id), launch)
+    with sql_transaction(store) as rows:
+        return _marker_values(_spec(rows, launch.spec_id), launch)
 
 
 def agent_launch_context(
     store: Store, launch: NodeLaunch
 ) -> tuple[dict[str, str | None], Permissions | None]:
     """An agent node's marker values and its graph's permission level, read together."""
-    with store.transaction() as db:
-        values = _marker_values(db.get_one(Spec, launch.spec_id), launch)
-        return values, stored_permissions(db.get_one(Graph, launch.graph_id).permissions)
+    with sql_transaction(store) as rows:
+        values = _marker_values(_spec(rows, launch.spec_id), launch)
+        (graph,) = rows("SELECT permissions FROM graphs WHERE id = :id", {"id": launch.graph_id})
+        return values, stored_permissions(graph["permissions"])
 
 
-def _marker_values(spec: Spec, launch: NodeLaunch) -> dict[str, str | None]:
-    name, body = spec.name, spec.body
+def _spec(rows: "Rows", spec_id: str) -> tuple[str, str]:
+    """A spec's name and body."""
+    (spec,) = rows("SELECT name, body FROM specs WHERE id = :id", {"id": spec_id})
+    return spec["name"], spec["body"]
+
+
+def _marker_values(spec: tuple[str, str], launch: NodeLaunch) -> dict[str, str | None]:
+    name, body = spec
     values: dict[str, str | None] = dict(specformat.read_body(body).sections)
     values.update(
         graph_name=launch.graph_name,

@@ -29,6 +29,7 @@ from bench.commands import command_env
 from canopy.backlog.specformat import SECTION_NAMES, render_tagged
 from canopy.ids import new_id
 from canopy.ops import graphs, queues
+from canopy.ops.common import rows_of
 from canopy.ops.notifications import notify
 from canopy.store.engine import Store
 from canopy.store.models import NodeRun, Run, RunSpec
@@ -72,7 +73,7 @@ def fill_store(home: Path, count: int, sessions: int, rounds: int) -> dict[str, 
         graphs.graph_create(store, _definition([], name))
     with store.transaction() as db:
         for i in range(NOTIFICATIONS):
-            notify(db, "session_not_found", f"notification {i}: a prompt is kept")
+            notify(rows_of(db), "session_not_found", f"notification {i}: a prompt is kept")
     store.close()
     return {
         "spec": ids[0],

@@ -11,6 +11,7 @@ user ever has to read a traceback.
 
 import os
 import sys
+from typing import Literal
 
 
 class Refused(Exception):
@@ -43,9 +44,7 @@ def unexpected_error_line(error: BaseException) -> str:
     straight from :mod:`sqlite3` on the CLI's fast lane; both are looked up, not imported,
     so neither is loaded for this.
     """
-    drivers = [sys.modules.get(name) for name in ("sqlalchemy.exc", "sqlite3")]
-    integrity = tuple(driver.IntegrityError for driver in drivers if driver is not None)
-    operational = tuple(driver.OperationalError for driver in drivers if driver is not None)
+    integrity, operational = store_errors("IntegrityError"), store_errors("OperationalError")
     if isinstance(error, integrity + operational):
         reason = _short(str(getattr(error, "orig", None) or error))
         race = isinstance(error, integrity) or any(word in reason.lower() for word in _RACE_WORDS)
@@ -56,6 +55,20 @@ def unexpected_error_line(error: BaseException) -> str:
         f"internal error: {type(error).__name__}: {_short(str(error))} "
         "(set CANOPY_DEBUG=1 for the traceback)"
     )
+
+
+StoreErrorKind = Literal["IntegrityError", "OperationalError"]
+"""The store's errors that are about the data, not the code: a constraint a write broke
+(a unique key taken), or a database that could not do it (locked, unreachable)."""
+_STORE_DRIVER_ERRORS = ("sqlalchemy.exc", "sqlite3")
+"""The modules the store's errors come from, by the names of :data:`StoreErrorKind`."""
+
+
+def store_errors(kind: StoreErrorKind) -> tuple[type[Exception], ...]:
+    """The exception classes of ``kind`` of every store driver this process has loaded:
+    looked up, not imported, so catching them loads no driver."""
+    drivers = [sys.modules.get(name) for name in _STORE_DRIVER_ERRORS]
+    return tuple(getattr(driver, kind) for driver in drivers if driver is not None)
 
 
 def debug_requested() -> bool:

@@ -30,6 +30,12 @@ def sqlite_text(value: datetime) -> str:
     return as_utc(value).astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
+def stored_time(value: datetime | str) -> datetime:
+    """A stored timestamp as a datetime: SQLite's text parsed (naive, in UTC), Postgres's
+    aware value as it is; for the code that computes with the time rather than show it."""
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
+
+
 def to_iso(value: datetime | str | None) -> str | None:
     """``2026-12-03T07:55:00.123456Z`` for a stored timestamp, ``None`` for none."""
     if value is None:

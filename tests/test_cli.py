@@ -20,6 +20,7 @@ from typer.core import TyperGroup
 from canopy.cli.app import COMMANDS, load_command
 from canopy.errors import unexpected_error_line
 from canopy.ops import runs, sessions
+from canopy.ops.common import rows_of
 from canopy.ops.notifications import notify
 from canopy.ops.session_wake import wait_for_delivery
 from canopy.store.engine import Store
@@ -803,7 +804,7 @@ def block_with_a_paused_run(home: Path, graph_id: str) -> None:
             )
         )
         for text in ("first \x1b[31m", "second"):
-            notify(db, "session_not_found", text)
+            notify(rows_of(db), "session_not_found", text)
         db.flush()  # the run first: the node run refers to it
         db.add(
             NodeRun(

@@ -17,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 from canopy.errors import Refused
 from canopy.ops import graphs, notifications, runs
 from canopy.ops import sessions as ops
+from canopy.ops.common import sql_transaction
 from canopy.ops.session_wake import (
     resume_session,
     send_message,
@@ -215,13 +216,13 @@ async def test_resuming_harness_conversations_seen_and_never_seen(
     fresh = ops.session_resume_conversation(store, never_seen, "claude", str(repo))
     assert fresh["id"] != pair["id"] and fresh["name"] != "pair"
     assert fresh["harness_conversation_id"] == never_seen
-    with store.transaction() as db:
+    with sql_transaction(store) as rows:
         by_old_id = ops.enqueue_hook_message(
-            db, "hi", target_session_id=str(pair["id"]), target_session_name=None,
+            rows, "hi", target_session_id=str(pair["id"]), target_session_name=None,
             graph_id="graph-x", run_id="run-x", event="on_completed", hook_run_id=1,
         )  # fmt: skip
-        assert by_old_id.status == "session_not_found"
-        assert by_old_id.error is not None and str(pair["id"]) in by_old_id.error
+        assert by_old_id["status"] == "session_not_found"
+        assert by_old_id["error"] is not None and str(pair["id"]) in by_old_id["error"]
 
     resumed_turn = await deliver(store, str(fresh["name"]), "continue by hand")
     assert resumed_turn["delivery"]["session_id"] == fresh["id"]

@@ -4,6 +4,7 @@ paragraphs; DESIGN §8). Delivery through the daemon is in ``test_session_delive
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -11,9 +12,9 @@ from canopy.errors import Refused
 from canopy.limits import TEXT_MAX_LENGTH
 from canopy.ops import notifications
 from canopy.ops import sessions as ops
+from canopy.ops.common import sql_transaction
 from canopy.sessions.names import ADJECTIVES, NOUNS
 from canopy.store.engine import Store
-from canopy.store.models import Message
 from tests.cli_helpers import run_canopy
 from tests.conftest import snapshot
 
@@ -33,11 +34,12 @@ def new(store: Store, workdir: Path, name: str | None = None) -> dict[str, objec
 
 def hook_message(
     store: Store, *, session_id: str | None = None, name: str | None = None
-) -> Message:
-    """What an interactive hook enqueues at one fire (resolved then and there)."""
-    with store.transaction() as db:
+) -> SimpleNamespace:
+    """What an interactive hook enqueues at one fire (resolved then and there): the
+    message's fields, its provenance's among them."""
+    with sql_transaction(store) as rows:
         message = ops.enqueue_hook_message(
-            db,
+            rows,
             "review {{graph_name}} (rendered)",
             target_session_id=session_id,
             target_session_name=name,
@@ -46,8 +48,7 @@ def hook_message(
             event="on_completed",
             hook_run_id=7,
         )
-        db.expunge(message)
-        return message
+    return SimpleNamespace(**message, **message["provenance"])
 
 
 def test_a_new_session_is_live_with_a_generated_name(store: Store, workdir: Path) -> None:

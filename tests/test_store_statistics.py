@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.dialects import sqlite
 
 from canopy.activities.bookkeeping import RunRecords, next_pending_query
 from canopy.contracts.graph_run import ReadAhead
 from canopy.ops import graphs, queues, runs
+from canopy.ops.common import sql_transaction
 from canopy.store.engine import Store
 from tests.conftest import make_specs
 from tests.engine import git_repo
@@ -25,12 +25,9 @@ pytestmark = pytest.mark.store
 
 def plan(store: Store, run_id: str) -> list[str]:
     """SQLite's plan for the run's next-pending read."""
-    with store.transaction() as db:
-        query = next_pending_query(db, run_id).compile(dialect=sqlite.dialect())
-        params = [query.params[name] for name in query.positiontup or []]
-        driver = db.connection().connection.driver_connection
-        assert driver is not None
-        return [row[3] for row in driver.execute(f"EXPLAIN QUERY PLAN {query}", params)]
+    with sql_transaction(store) as rows:
+        sql, params = next_pending_query(rows, run_id)
+        return [row["detail"] for row in rows(f"EXPLAIN QUERY PLAN {sql}", params)]
 
 
 def a_queue_run(store: Store, tmp_path: Path, names: list[str]) -> tuple[str, str, list[str]]:

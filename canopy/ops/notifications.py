@@ -15,8 +15,6 @@ from canopy.ops.common import sql_transaction
 from canopy.timefmt import to_iso, utcnow
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session as Db
-
     from canopy.store.engine import Store
     from canopy.store.queries import Rows
 
@@ -24,23 +22,20 @@ DEFAULT_LIMIT = 50
 
 
 def notify(
-    db: Db, kind: str, text: str, session_id: str | None = None, message_id: str | None = None
+    rows: Rows, kind: str, text: str, session_id: str | None = None, message_id: str | None = None
 ) -> None:
-    """Record a notification inside the caller's transaction.
-
-    The model is imported here: this runs inside ORM transactions, while the CLI's fast
-    lane loads this module for the listing and must not load SQLAlchemy.
-    """
-    from canopy.store.models import Notification
-
-    db.add(
-        Notification(
-            kind=kind,
-            text=text,
-            session_id=session_id,
-            message_id=message_id,
-            created_at=utcnow(),
-        )
+    """Record a notification inside the caller's transaction, so it is written exactly when
+    the record it explains is."""
+    rows(
+        "INSERT INTO notifications (kind, text, session_id, message_id, created_at)"
+        " VALUES (:kind, :text, :session_id, :message_id, :now)",
+        {
+            "kind": kind,
+            "text": text,
+            "session_id": session_id,
+            "message_id": message_id,
+            "now": utcnow(),
+        },
     )
 
 

@@ -12,6 +12,8 @@ plus a partial unique index), and every run of a graph uses the graph's one work
 which Temporal lets only one running workflow hold.
 """
 
+from __future__ import annotations
+
 import asyncio
 import os
 import shlex
@@ -20,27 +22,24 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
-
 from canopy import search_attributes
 from canopy.contracts.graph_run import GRAPH_RUN_WORKFLOW, RUN_SEARCH_ATTRIBUTES, RunInput
-from canopy.errors import Refused
+from canopy.errors import Refused, store_errors
 from canopy.ids import new_id
 from canopy.ops import control
-from canopy.ops.common import rows_of
+from canopy.ops.common import sql_transaction
 from canopy.ops.tuning import run_tuning
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.store.engine import Store
-from canopy.store.models import Graph, GraphSpec, NodeRun, Run, Spec
 from canopy.temporal import client as temporal_client
-from canopy.timefmt import utcnow
+from canopy.timefmt import stored_time, utcnow
 from canopy.workdir import describe_dirty, normalize_workdir, require_work_tree, worktree_state
 
 if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowHandle
+
+    from canopy.store.queries import Row, Rows
 
 LIVENESS_CHECK_SECONDS = 2.0
 """While waiting, how often ``graph wait`` checks that the run's workflow still exists."""
@@ -127,7 +126,7 @@ def _record_checked(store: Store, checked: CheckedStart) -> PreparedRun:
     """
     try:
         recorded = _record_run(store, checked)
-    except IntegrityError as error:
+    except store_errors("IntegrityError") as error:
         raise _conflict_refusal(store, checked, error) from error
     store.refresh_statistics()
     return recorded
@@ -144,17 +143,16 @@ def _check_start(
     does, with the dirty-tree guard before its first spec, so a dirty tree on the host
     parks it with the usual blocker."""
     named_host = temporal_client.check_host(host) if host is not None else None
-    with store.transaction() as db:
-        rows = rows_of(db)
+    with sql_transaction(store) as rows:
         graph_id = queries.resolve_id(rows, "graph", graph)
         queue_id = queries.resolve_id(rows, "queue", queue) if queue is not None else None
-        row = db.get_one(Graph, graph_id)
-        _refuse_if_active(db, row)
-        run_workdir = normalize_workdir(workdir) if workdir is not None else row.workdir
-        name, allow_dirty_start, graph_host = row.name, row.allow_dirty_start, row.host
-        platforms = agent_platforms(row.nodes or [], row.ensembles or {}, row.hooks or {})
-        nothing_to_do = queue_id is None and not db.scalar(
-            select(GraphSpec.spec_id).where(GraphSpec.graph_id == graph_id).limit(1)
+        row = _graph(rows, graph_id)
+        _refuse_if_active(rows, row)
+        run_workdir = normalize_workdir(workdir) if workdir is not None else row["workdir"]
+        name, allow_dirty_start, graph_host = row["name"], row["allow_dirty_start"], row["host"]
+        platforms = agent_platforms(row["nodes"], row["ensembles"], row["hooks"])
+        nothing_to_do = queue_id is None and not rows(
+            "SELECT spec_id FROM graph_specs WHERE graph_id = :id LIMIT 1", {"id": graph_id}
         )
     run_host = named_host or graph_host or temporal_client.this_host()
     if run_workdir is None:
@@ -210,78 +208,117 @@ def _checks_tree_here(host: str, workdir: str) -> bool:
     return host == temporal_client.this_host() or os.path.exists(workdir)
 
 
-def _refuse_if_active(db: Session, graph: Graph) -> None:
-    """The one-line refusal when the graph already has a running or paused run."""
-    active = db.scalar(
-        select(Run.id).where(Run.graph_id == graph.id, Run.status.in_(ACTIVE_RUN_STATUSES))
+def _graph(rows: Rows, graph_id: str) -> Row:
+    """The graph's fields a start reads, its JSON documents decoded."""
+    (row,) = rows(
+        "SELECT id, name, workdir, host, allow_dirty_start, status, updated_at,"
+        " CAST(nodes AS TEXT) AS nodes, CAST(ensembles AS TEXT) AS ensembles,"
+        " CAST(hooks AS TEXT) AS hooks, CAST(blocker AS TEXT) AS blocker"
+        " FROM graphs WHERE id = :id",
+        {"id": graph_id},
     )
-    if active is not None:
-        raise Refused(f"graph {graph.name} ({graph.id}) already has an active run {active}")
+    documents = {
+        "nodes": queries.stored_json(row["nodes"]) or [],
+        "ensembles": queries.stored_json(row["ensembles"]) or {},
+        "hooks": queries.stored_json(row["hooks"]) or {},
+        "blocker": queries.stored_json(row["blocker"]),
+    }
+    return {**row, **documents, "allow_dirty_start": bool(row["allow_dirty_start"])}
+
+
+def _refuse_if_active(rows: Rows, graph: Row) -> None:
+    """The one-line refusal when the graph already has a running or paused run."""
+    active, statuses = queries.bound_list("active", ACTIVE_RUN_STATUSES)
+    found = rows(
+        f"SELECT id FROM runs WHERE graph_id = :id AND status IN {active} LIMIT 1",
+        {**statuses, "id": graph["id"]},
+    )
+    if found:
+        raise Refused(
+            f"graph {graph['name']} ({graph['id']}) already has an active run {found[0]['id']}"
+        )
+
+
+_INSERT_RUN = (
+    "INSERT INTO runs (id, graph_id, number, queue_id, workdir, workflow_id, temporal_address,"
+    " status, started_at) VALUES (:id, :graph_id, :number, :queue_id, :workdir, :workflow_id,"
+    " :temporal_address, 'running', :now)"
+)
 
 
 def _record_run(store: Store, checked: CheckedStart) -> PreparedRun:
     """Write the run and mark the graph ``running``, holding the graph's row lock."""
-    with store.transaction() as db:
-        queries.lock_graph(rows_of(db), checked.graph_id)
-        row = db.get_one(Graph, checked.graph_id)
-        _refuse_if_active(db, row)
-        latest = db.scalar(select(func.max(Run.number)).where(Run.graph_id == row.id))
-        number = 1 + (latest or 0)
-        run = Run(
-            id=new_id("run"),
-            graph_id=row.id,
-            number=number,
-            queue_id=checked.queue_id,
-            workdir=checked.workdir,
-            workflow_id=workflow_id_for(row.id),
-            temporal_address=temporal_client.address(),
-            status="running",
-            started_at=utcnow(),
+    with sql_transaction(store) as rows:
+        queries.lock_graph(rows, checked.graph_id)
+        row = _graph(rows, checked.graph_id)
+        _refuse_if_active(rows, row)
+        (latest,) = rows(
+            "SELECT MAX(number) AS number FROM runs WHERE graph_id = :id", {"id": row["id"]}
         )
-        db.add(run)
-        prepared = PreparedRun(
+        number = 1 + (latest["number"] or 0)
+        run_id = new_id("run")
+        workflow_id = workflow_id_for(row["id"])
+        rows(
+            "UPDATE graphs SET status = 'running', blocker = NULL, updated_at = :now"
+            " WHERE id = :id",
+            {"now": utcnow(), "id": row["id"]},
+        )
+        rows(
+            _INSERT_RUN,
+            {
+                "id": run_id,
+                "graph_id": row["id"],
+                "number": number,
+                "queue_id": checked.queue_id,
+                "workdir": checked.workdir,
+                "workflow_id": workflow_id,
+                "temporal_address": temporal_client.address(),
+                "now": utcnow(),
+            },
+        )
+        return PreparedRun(
             start=RunInput(
-                run_id=run.id,
-                graph_id=row.id,
-                graph_name=row.name,
+                run_id=run_id,
+                graph_id=row["id"],
+                graph_name=row["name"],
                 queue_id=checked.queue_id,
                 workdir=checked.workdir,
                 agents_task_queue=temporal_client.agents_task_queue(checked.host),
                 continued=not checked.tree_checked,  # then the host guards the first spec
             ).model_copy(update=run_tuning()),
-            workflow_id=run.workflow_id,
+            workflow_id=workflow_id,
             number=number,
-            graph_before=GraphBefore(row.status, row.blocker, row.updated_at),
+            graph_before=GraphBefore(row["status"], row["blocker"], stored_time(row["updated_at"])),
         )
-        row.status = "running"
-        row.blocker = None
-        row.updated_at = utcnow()
-        db.flush()
-        return prepared
 
 
-def _conflict_refusal(store: Store, checked: CheckedStart, error: IntegrityError) -> Refused:
+def _conflict_refusal(store: Store, checked: CheckedStart, error: Exception) -> Refused:
     """The refusal for a start that lost a race the lock did not settle."""
-    with store.transaction() as db:
-        row = db.get_one(Graph, checked.graph_id)
+    with sql_transaction(store) as rows:
+        row = _graph(rows, checked.graph_id)
         try:
-            _refuse_if_active(db, row)
+            _refuse_if_active(rows, row)
         except Refused as refusal:
             return refusal
-    reason = str(error.orig or error).strip().splitlines()[0]
+    reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
     return Refused(f"graph {checked.graph_name} could not record its run ({reason}); try again")
 
 
 def forget_run(store: Store, prepared: PreparedRun) -> None:
     """Undo :func:`prepare_run` when the workflow could not be started."""
-    with store.transaction() as db:
-        run = db.get_one(Run, prepared.start.run_id)
-        graph = db.get_one(Graph, run.graph_id)
-        before = prepared.graph_before
-        graph.status = before.status
-        graph.blocker = before.blocker
-        graph.updated_at = before.updated_at
-        db.delete(run)
+    before = prepared.graph_before
+    with sql_transaction(store) as rows:
+        rows(
+            "UPDATE graphs SET status = :status, blocker = :blocker, updated_at = :updated_at"
+            " WHERE id = :id",
+            {
+                "status": before.status,
+                "blocker": before.blocker,
+                "updated_at": before.updated_at,
+                "id": prepared.start.graph_id,
+            },
+        )
+        rows("DELETE FROM runs WHERE id = :id", {"id": prepared.start.run_id})
 
 
 async def graph_run(
@@ -321,7 +358,7 @@ async def graph_run(
     }
 
 
-async def require_worker_on(client: "Client", host: str) -> None:
+async def require_worker_on(client: Client, host: str) -> None:
     """Refuse unless a worker polls ``host``'s agents task queue, waiting up to
     :data:`WORKER_WAIT_SECONDS` for one that is starting.
 
@@ -350,7 +387,7 @@ async def require_worker_on(client: "Client", host: str) -> None:
         raise Refused(f"cannot check the workers of task queue {task_queue}: {error}") from error
 
 
-async def start_workflow(client: "Client", prepared: PreparedRun) -> None:
+async def start_workflow(client: Client, prepared: PreparedRun) -> None:
     """Start GraphRunV2 under the graph's workflow id, refused while one is running.
 
     A workflow still running under the id is usually the previous run closing (it wrote
@@ -372,7 +409,7 @@ async def start_workflow(client: "Client", prepared: PreparedRun) -> None:
                 raise Refused(_still_running(prepared)) from running
 
 
-async def _start(client: "Client", prepared: PreparedRun) -> None:
+async def _start(client: Client, prepared: PreparedRun) -> None:
     """One start of GraphRunV2 with search attributes for graph id/name and queue id, and
     ``CanopyStatus`` (which the run then keeps current) where the server has it; with a
     static summary and details for the Temporal UI."""
@@ -453,7 +490,7 @@ def static_details(prepared: PreparedRun) -> str:
     )
 
 
-async def _closes_within(handle: "WorkflowHandle[Any, Any]", seconds: float) -> bool:
+async def _closes_within(handle: WorkflowHandle[Any, Any], seconds: float) -> bool:
     """Whether this execution closes within ``seconds``; one that continues as new lives
     on, so it does not count as closed."""
     from temporalio.client import WorkflowContinuedAsNewError, WorkflowFailureError
@@ -492,8 +529,8 @@ async def wait_until_settled(
     returns, ``on_completed``/``on_failed`` hooks have run. ``watch`` hears, at every look
     at the store while the graph runs, the node in flight (:func:`node_in_flight`).
     """
-    with store.transaction() as db:
-        graph_id = queries.resolve_id(rows_of(db), "graph", graph)
+    with sql_transaction(store) as rows:
+        graph_id = queries.resolve_id(rows, "graph", graph)
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
     next_liveness_check = loop.time() + LIVENESS_CHECK_SECONDS
@@ -517,26 +554,27 @@ async def wait_until_settled(
 
 def _graph_state(store: Store, graph_id: str) -> tuple[str, dict[str, Any] | None, str]:
     """The graph's status, blocker and name, read fresh."""
-    with store.transaction() as db:
-        row = db.get_one(Graph, graph_id)
-        return row.status, row.blocker, row.name
+    with sql_transaction(store) as rows:
+        (row,) = rows(
+            "SELECT status, CAST(blocker AS TEXT) AS blocker, name FROM graphs WHERE id = :id",
+            {"id": graph_id},
+        )
+    return row["status"], queries.stored_json(row["blocker"]), row["name"]
 
 
 def node_in_flight(store: Store, graph_id: str) -> dict[str, Any] | None:
     """The node the graph's run is running now: ``spec_id``, ``spec_name``, ``node`` and
     ``started_at``; ``None`` between nodes (a hook, the next spec being picked)."""
-    with store.transaction() as db:
-        row = db.execute(
-            select(NodeRun.spec_id, Spec.name, NodeRun.node, NodeRun.started_at)
-            .join(Run, Run.id == NodeRun.run_id)
-            .outerjoin(Spec, Spec.id == NodeRun.spec_id)
-            .where(Run.graph_id == graph_id, NodeRun.status == "running")
-            .order_by(NodeRun.id.desc())
-            .limit(1)
-        ).first()
-    if row is None:
+    with sql_transaction(store) as rows:
+        found = rows(
+            "SELECT n.spec_id, s.name AS spec_name, n.node, n.started_at FROM node_runs n"
+            " JOIN runs r ON r.id = n.run_id LEFT JOIN specs s ON s.id = n.spec_id"
+            " WHERE r.graph_id = :graph_id AND n.status = 'running' ORDER BY n.id DESC LIMIT 1",
+            {"graph_id": graph_id},
+        )
+    if not found:
         return None
-    return {"spec_id": row[0], "spec_name": row[1], "node": row[2], "started_at": row[3]}
+    return {**found[0], "started_at": stored_time(found[0]["started_at"])}
 
 
 async def _refuse_if_workflow_gone(store: Store, graph_id: str) -> None:
@@ -553,10 +591,12 @@ async def _refuse_if_workflow_gone(store: Store, graph_id: str) -> None:
 
 def _latest_workflow_id(store: Store, graph_id: str) -> str | None:
     """The workflow id of the graph's latest run, if it has run."""
-    with store.transaction() as db:
-        return db.scalar(
-            select(Run.workflow_id).where(Run.graph_id == graph_id).order_by(Run.number.desc())
+    with sql_transaction(store) as rows:
+        found = rows(
+            "SELECT workflow_id FROM runs WHERE graph_id = :graph_id ORDER BY number DESC LIMIT 1",
+            {"graph_id": graph_id},
         )
+    return found[0]["workflow_id"] if found else None
 
 
 async def _workflow_closed(

@@ -16,9 +16,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from canopy.errors import Refused
+from canopy.ops.common import sql_transaction
 from canopy.ops.sessions import message_get, session_resume_either, session_send
 from canopy.ops.tuning import run_tuning
-from canopy.store.queries import UNDELIVERED_STATUSES
+from canopy.store.queries import UNDELIVERED_STATUSES, bound_list
 from canopy.temporal import client as temporal_client
 
 if TYPE_CHECKING:
@@ -56,20 +57,14 @@ async def wake_session(client: Client, session_id: str) -> None:
 async def wake_stalled_sessions(client: Client, store: Store) -> list[str]:
     """Wake each session with undelivered messages whose delivery workflow is not running
     (a running one reads the store itself, so it is left alone); their ids."""
-    from sqlalchemy import select
-
-    from canopy.store.models import Message
-
-    with store.transaction() as db:
-        session_ids = [
-            session_id
-            for session_id in db.scalars(
-                select(Message.session_id)
-                .where(Message.status.in_(UNDELIVERED_STATUSES), Message.session_id.is_not(None))
-                .distinct()
-            )
-            if session_id is not None
-        ]
+    undelivered, params = bound_list("undelivered", UNDELIVERED_STATUSES)
+    with sql_transaction(store) as rows:
+        found = rows(
+            "SELECT DISTINCT session_id FROM messages"
+            f" WHERE status IN {undelivered} AND session_id IS NOT NULL",
+            params,
+        )
+    session_ids = [str(row["session_id"]) for row in found]
     woken = []
     for session_id in session_ids:
         if not await _delivering(client, session_id):

@@ -29,7 +29,7 @@ from canopy.limits import (
     clean_name,
     clean_path_safe_name,
 )
-from canopy.ops.common import rows_of, sql_transaction
+from canopy.ops.common import sql_transaction
 from canopy.ops.notifications import notify
 from canopy.paths import session_path
 from canopy.permissions import checked_permissions
@@ -39,10 +39,7 @@ from canopy.timefmt import to_iso, utcnow
 from canopy.workdir import normalize_workdir
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session as Db
-
     from canopy.store.engine import Store
-    from canopy.store.models import Message
     from canopy.store.queries import Row, Rows
 
 LIVE = "live"
@@ -81,14 +78,14 @@ def session_new(
 
 def session_list(store: Store, include_finished: bool = False) -> dict[str, Any]:
     """The live sessions (the set name-targeted hooks resolve against), or all of them."""
-    with store.transaction() as db:
-        return {"sessions": queries.list_sessions(rows_of(db), include_finished=include_finished)}
+    with sql_transaction(store) as rows:
+        return {"sessions": queries.list_sessions(rows, include_finished=include_finished)}
 
 
 def session_get(store: Store, ref: str) -> dict[str, Any]:
     """One session, live or finished, by id, id prefix or name."""
-    with store.transaction() as db:
-        return queries.find_session(rows_of(db), ref, live_only=False)
+    with sql_transaction(store) as rows:
+        return queries.find_session(rows, ref, live_only=False)
 
 
 def session_close(store: Store | Rows, ref: str) -> dict[str, Any]:
@@ -191,24 +188,25 @@ def harness_conversations(
 ) -> dict[str, Any]:
     """The harness's own conversations in ``workdir``, newest first, each with the Canopy
     session that drives it (``None``: one Canopy never saw)."""
-    from sqlalchemy import select
-
     from canopy.platforms import get_platform
-    from canopy.store.models import InteractiveSession
 
     adapter = get_platform(platform)
     clean_workdir = _existing_workdir(workdir)
     listed = adapter.conversations(Path(clean_workdir))
     if listed is None:
         raise Refused(f"platform {platform!r} cannot list its conversations")
-    with store.transaction() as db:
-        rows = db.execute(
-            select(InteractiveSession.harness_conversation_id, InteractiveSession.id).where(
-                InteractiveSession.platform == platform,
-                InteractiveSession.harness_conversation_id.in_([c.conversation_id for c in listed]),
-            )
+    owners: dict[str, str] = {}
+    if listed:  # ``IN ()`` is not SQL
+        conversations, params = queries.bound_list(
+            "conversation", [c.conversation_id for c in listed]
         )
-        owners = {conversation: session_id for conversation, session_id in rows}
+        with sql_transaction(store) as rows:
+            found = rows(
+                "SELECT harness_conversation_id, id FROM sessions WHERE platform = :platform"
+                f" AND harness_conversation_id IN {conversations}",
+                {**params, "platform": platform},
+            )
+        owners = {row["harness_conversation_id"]: row["id"] for row in found}
     return {
         "platform": platform,
         "workdir": clean_workdir,
@@ -242,29 +240,28 @@ def session_send(store: Store | Rows, ref: str, prompt: str) -> dict[str, Any]:
             status="queued",
             source=SOURCE_PROMPTBUILDER,
         )
-        message = _message(rows, message_id)
+        message = find_message(rows, message_id)
         assert message is not None  # stored in this transaction
         return message
 
 
 def session_recall(store: Store, ref: str | None = None) -> dict[str, Any]:
     """Messages that could not be delivered, oldest first (all, or one session's)."""
-    from sqlalchemy import select
-
-    from canopy.store.models import Message
-
-    with store.transaction() as db:
-        query = select(Message).where(Message.status.in_(RECALLABLE_STATUSES))
+    recallable, params = queries.bound_list("recallable", RECALLABLE_STATUSES)
+    with sql_transaction(store) as rows:
+        where = f"status IN {recallable}"
         if ref is not None:
-            target = queries.find_session(rows_of(db), ref, live_only=False)
-            query = query.where(Message.session_id == target["id"])
-        return {"messages": [message_json(m) for m in db.scalars(query.order_by(Message.seq))]}
+            target = queries.find_session(rows, ref, live_only=False)
+            where += " AND session_id = :session_id"
+            params["session_id"] = target["id"]
+        found = rows(f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE {where} ORDER BY seq", params)
+        return {"messages": [message_json(row) for row in found]}
 
 
 def message_get(store: Store | Rows, message_id: str) -> dict[str, Any]:
     """One message with its provenance and delivery record."""
     with sql_transaction(store) as rows:
-        found = _message(rows, message_id)
+        found = find_message(rows, message_id)
         if found is None:
             raise Refused(f"no message {message_id!r}")
         return found
@@ -274,7 +271,7 @@ def message_get(store: Store | Rows, message_id: str) -> dict[str, Any]:
 
 
 def enqueue_hook_message(
-    db: Db,
+    rows: Rows,
     prompt: str,
     *,
     target_session_id: str | None,
@@ -283,8 +280,9 @@ def enqueue_hook_message(
     run_id: str,
     event: str,
     hook_run_id: int,
-) -> Message:
-    """Queue a rendered hook prompt for its target, resolved now against the live set.
+) -> dict[str, Any]:
+    """Queue a rendered hook prompt for its target, resolved now against the live set;
+    the stored message (:func:`message_json`).
 
     A target that does not resolve gives a message with status ``session_not_found``
     and the reason in ``error`` (the hook run fails with that reason); the prompt is
@@ -300,13 +298,13 @@ def enqueue_hook_message(
     }
     try:
         session_id = (
-            live_session_by_id(db, target_session_id)
+            live_session_by_id(rows, target_session_id)
             if target_session_id is not None
-            else live_session_by_name(db, target_session_name or "")
+            else live_session_by_name(rows, target_session_name or "")
         )
     except Refused as refusal:
-        kept = _stored_message(
-            db,
+        kept = _add_message(
+            rows,
             prompt,
             session_id=target_session_id,
             status=SESSION_NOT_FOUND,
@@ -314,38 +312,42 @@ def enqueue_hook_message(
             **provenance,
         )
         notify(
-            db,
+            rows,
             SESSION_NOT_FOUND,
-            f"{kept.id} from an {event} hook of {graph_id}: {refusal.message}; the prompt is "
+            f"{kept} from an {event} hook of {graph_id}: {refusal.message}; the prompt is "
             "kept (canopy session recall)",
             target_session_id,
-            kept.id,
+            kept,
         )
-        return kept
-    return _stored_message(db, prompt, session_id=session_id, status="queued", **provenance)
+        message_id = kept
+    else:
+        message_id = _add_message(
+            rows, prompt, session_id=session_id, status="queued", **provenance
+        )
+    stored = find_message(rows, message_id)
+    assert stored is not None  # stored in this transaction
+    return stored
 
 
-def live_session_by_id(db: Db, session_id: str) -> str:
+def live_session_by_id(rows: Rows, session_id: str) -> str:
     """The live session with exactly this id; refuses naming the id otherwise."""
-    from canopy.store.models import InteractiveSession
-
-    found = db.get(InteractiveSession, session_id)
-    if found is None:
+    found = rows("SELECT id, status FROM sessions WHERE id = :id", {"id": session_id})
+    if not found:
         raise Refused(
             f"session {session_id} not found: no session has this id (a harness conversation "
             "resumed outside Canopy's sessions gets a new id; target the session by name to "
             "follow it)"
         )
-    if found.status != LIVE:
+    if found[0]["status"] != LIVE:
         raise Refused(
             f"session {session_id} is finished; resume it with `canopy session resume {session_id}`"
         )
-    return found.id
+    return str(found[0]["id"])
 
 
-def live_session_by_name(db: Db, name: str) -> str:
+def live_session_by_name(rows: Rows, name: str) -> str:
     """The one live session called ``name``, resolved fresh against the live set."""
-    matches = [row["id"] for row in queries.list_sessions(rows_of(db), name=name)]
+    matches = [row["id"] for row in queries.list_sessions(rows, name=name)]
     if not matches:
         raise Refused(f"no live session is named {name!r}")
     if len(matches) > 1:
@@ -367,36 +369,32 @@ _MESSAGE_COLUMNS = (
 """The columns :func:`message_json` shapes, as portable SQL selects them."""
 
 
-def message_json(message: Message | Mapping[str, Any]) -> dict[str, Any]:
-    """A message (a model, or a row of :data:`_MESSAGE_COLUMNS`): its prompt, provenance
-    (as structure) and delivery record."""
-
-    def column(name: str) -> Any:
-        return message[name] if isinstance(message, Mapping) else getattr(message, name)
-
+def message_json(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A message (a row of :data:`_MESSAGE_COLUMNS`): its prompt, provenance (as
+    structure) and delivery record."""
     return {
-        "id": column("id"),
-        "session_id": column("session_id"),
-        "prompt": column("prompt"),
-        "status": column("status"),
-        "error": column("error"),
+        "id": row["id"],
+        "session_id": row["session_id"],
+        "prompt": row["prompt"],
+        "status": row["status"],
+        "error": row["error"],
         "provenance": {
-            "source": column("source"),
-            "graph_id": column("graph_id"),
-            "run_id": column("run_id"),
-            "event": column("event"),
-            "target_name": column("target_name"),
-            "hook_run_id": column("hook_run_id"),
+            "source": row["source"],
+            "graph_id": row["graph_id"],
+            "run_id": row["run_id"],
+            "event": row["event"],
+            "target_name": row["target_name"],
+            "hook_run_id": row["hook_run_id"],
         },
         "delivery": {
-            "session_id": column("delivered_session_id"),
-            "delivered_at": to_iso(column("delivered_at")),
-            "reply": column("reply"),
-            "attempts": column("attempts"),
-            "retry_at": to_iso(column("retry_at")),
-            "log_path": column("log_path"),
+            "session_id": row["delivered_session_id"],
+            "delivered_at": to_iso(row["delivered_at"]),
+            "reply": row["reply"],
+            "attempts": row["attempts"],
+            "retry_at": to_iso(row["retry_at"]),
+            "log_path": row["log_path"],
         },
-        "created_at": to_iso(column("created_at")),
+        "created_at": to_iso(row["created_at"]),
     }
 
 
@@ -507,20 +505,10 @@ def _add_message(
     return message_id
 
 
-def _message(rows: Rows, message_id: str) -> dict[str, Any] | None:
-    """One message's JSON shape, or ``None``."""
+def find_message(rows: Rows, message_id: str) -> dict[str, Any] | None:
+    """One message's JSON shape (:func:`message_json`), or ``None``."""
     found = rows(f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = :id", {"id": message_id})
     return message_json(found[0]) if found else None
-
-
-def _stored_message(db: Db, prompt: str, **fields: Any) -> Message:
-    """:func:`_add_message` inside an ORM transaction; the stored model."""
-    from sqlalchemy import select
-
-    from canopy.store.models import Message
-
-    message_id = _add_message(rows_of(db), prompt, **fields)
-    return db.scalars(select(Message).where(Message.id == message_id)).one()
 
 
 def _existing_workdir(workdir: str | None) -> str:
