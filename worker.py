@@ -138,7 +138,8 @@ def _configure_logging(json_logs: bool) -> None:
 
 SYNC_ACTIVITY_THREADS = 16
 """Threads for the synchronous activities (store reads and writes, ``git status``), per
-worker. More would only queue for the store's connections (SQLAlchemy's pool: 5 + 10)."""
+worker; the store keeps as many connections open between transactions
+(:data:`~canopy.store.engine.IDLE_CONNECTIONS`)."""
 
 
 def activity_threads() -> ThreadPoolExecutor:

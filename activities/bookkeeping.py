@@ -12,7 +12,7 @@ over, and at settle time a spec another active run holds is named, never blamed.
 
 from collections.abc import Callable, Mapping
 from itertools import takewhile
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio import activity
 
@@ -36,38 +36,16 @@ from canopy.contracts.graph_run import (
 from canopy.graphs.nodemodels import EnsembleNode, stored_node
 from canopy.graphs.transitions import default_next
 from canopy.limits import DEFAULT_MAX_VISITS
-from canopy.ops.common import sql_transaction
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import Store
-from canopy.store.queries import bound_list, stored_json
+from canopy.store.queries import Row, Rows, bound_list, graph_record
 from canopy.store.run_records import IGNORED_SIGNALS, run_record, set_run_status
 from canopy.temporal.client import this_host
 from canopy.timefmt import utcnow
 from canopy.workdir import WorktreeState
 
-if TYPE_CHECKING:
-    from canopy.store.queries import Row, Rows
 
-
-def stored_graph(rows: "Rows", graph_id: str) -> "Row":
-    """What a run reads of its graph as stored now: name, ``allow_dirty_start``, and the
-    nodes, ensembles and hooks, decoded."""
-    (graph,) = rows(
-        "SELECT name, allow_dirty_start, CAST(nodes AS TEXT) AS nodes,"
-        " CAST(ensembles AS TEXT) AS ensembles, CAST(hooks AS TEXT) AS hooks"
-        " FROM graphs WHERE id = :id",
-        {"id": graph_id},
-    )
-    return {
-        "name": graph["name"],
-        "allow_dirty_start": bool(graph["allow_dirty_start"]),
-        "nodes": stored_json(graph["nodes"]) or [],
-        "ensembles": stored_json(graph["ensembles"]) or {},
-        "hooks": stored_json(graph["hooks"]) or {},
-    }
-
-
-def _scope(run: "Row") -> tuple[str, dict[str, Any]]:
+def _scope(run: Row) -> tuple[str, dict[str, Any]]:
     """The specs a run drains, as a subquery and its parameters: its queue's members, else
     its graph's bound specs."""
     if run["queue_id"] is not None:
@@ -77,7 +55,7 @@ def _scope(run: "Row") -> tuple[str, dict[str, Any]]:
     return "SELECT spec_id FROM graph_specs WHERE graph_id = :scope", {"scope": run["graph_id"]}
 
 
-def _pending_count(rows: "Rows", run_id: str) -> int:
+def _pending_count(rows: Rows, run_id: str) -> int:
     """How many specs of the run's scope (queue members, else bound specs) are pending."""
     scope, params = _scope(run_record(rows, run_id))
     (found,) = rows(
@@ -86,7 +64,7 @@ def _pending_count(rows: "Rows", run_id: str) -> int:
     return int(found["n"])
 
 
-def _next_pending(rows: "Rows", run_id: str) -> NextSpec | None:
+def _next_pending(rows: Rows, run_id: str) -> NextSpec | None:
     """The next pending spec: queue members in queue order, else bound specs in order.
 
     Read fresh before every spec, so a reorder or an added member during the run counts.
@@ -97,7 +75,7 @@ def _next_pending(rows: "Rows", run_id: str) -> NextSpec | None:
     return NextSpec(spec_id=found[0]["id"], name=found[0]["name"], group=found[0]["group_name"])
 
 
-def next_pending_query(rows: "Rows", run_id: str) -> tuple[str, dict[str, Any]]:
+def next_pending_query(rows: Rows, run_id: str) -> tuple[str, dict[str, Any]]:
     """The query :func:`_next_pending` runs, and its parameters: its id, name and queue
     group."""
     run = run_record(rows, run_id)
@@ -118,7 +96,7 @@ def next_pending_query(rows: "Rows", run_id: str) -> tuple[str, dict[str, Any]]:
     )
 
 
-def _claim(rows: "Rows", run_id: str, spec: NextSpec) -> int | None:
+def _claim(rows: Rows, run_id: str, spec: NextSpec) -> int | None:
     """Claim the spec for this run and open its passage; ``None`` if the run did not get it.
 
     The claim is a compare-and-set (``pending`` to ``in_progress``): of two runs reaching
@@ -143,7 +121,7 @@ def _claim(rows: "Rows", run_id: str, spec: NextSpec) -> int | None:
     return int(passage["id"])
 
 
-def _open_passage(rows: "Rows", run_id: str, spec_id: str) -> int | None:
+def _open_passage(rows: Rows, run_id: str, spec_id: str) -> int | None:
     found = rows(
         "SELECT id FROM run_specs WHERE run_id = :run_id AND spec_id = :spec_id"
         " AND outcome IS NULL",
@@ -153,8 +131,8 @@ def _open_passage(rows: "Rows", run_id: str, spec_id: str) -> int | None:
 
 
 def load_step(graph: Mapping[str, Any], node_name: str | None) -> NodeStep | None:
-    """A node of the graph as stored now (:func:`stored_graph`; ``None``: the first node),
-    transitions resolved.
+    """A node of the graph as stored now (:func:`~canopy.store.queries.graph_record`;
+    ``None``: the first node), transitions resolved.
 
     Nodes are read at each dispatch, so a ``graph edit`` during a run takes effect at the
     next node launch. ``None`` is returned when the named node no longer exists. An absurd
@@ -187,14 +165,14 @@ def _clamped_timeout(node: dict[str, Any]) -> dict[str, Any]:
     return {**node, "timeout_minutes": timeout}
 
 
-def _recorded_launch(rows: "Rows", key: str) -> int | None:
+def _recorded_launch(rows: Rows, key: str) -> int | None:
     """The node run an earlier attempt of launch ``key`` recorded."""
     found = rows("SELECT id FROM node_runs WHERE launch_key = :key", {"key": key})
     return int(found[0]["id"]) if found else None
 
 
 def _record_launch(
-    rows: "Rows",
+    rows: Rows,
     key: str,
     run_id: str,
     spec_id: str,
@@ -234,7 +212,7 @@ def _launched_platform(dispatch: NodeDispatch) -> str | None:
         return None
 
 
-def _record_end(rows: "Rows", node_run_id: int, result: NodeResult) -> None:
+def _record_end(rows: Rows, node_run_id: int, result: NodeResult) -> None:
     """Write how the node run ended, with what its harness reported it used."""
     columns = {
         "status": result.status,
@@ -262,7 +240,7 @@ FINAL_OUTCOMES = ("completed", "failed", "skipped")
 ``pending``."""
 
 
-def _close_passage(rows: "Rows", passage: "Row", outcome: str, ended_node: str | None) -> None:
+def _close_passage(rows: Rows, passage: Row, outcome: str, ended_node: str | None) -> None:
     """Close ``passage`` (its ``id`` and ``spec_id``) and set its spec's status from the
     outcome."""
     rows(
@@ -279,7 +257,7 @@ def _close_passage(rows: "Rows", passage: "Row", outcome: str, ended_node: str |
     )
 
 
-def _passage_record(rows: "Rows", passage_id: int) -> "Row":
+def _passage_record(rows: Rows, passage_id: int) -> Row:
     """A spec passage's ``id``, ``run_id``, ``spec_id`` and ``outcome``."""
     (passage,) = rows(
         "SELECT id, run_id, spec_id, outcome FROM run_specs WHERE id = :id", {"id": passage_id}
@@ -288,11 +266,12 @@ def _passage_record(rows: "Rows", passage_id: int) -> "Row":
 
 
 def _has_spec_completed_hooks(graph: Mapping[str, Any]) -> bool:
-    """Whether the graph (:func:`stored_graph`) has ``on_spec_completed`` hooks."""
+    """Whether the graph (:func:`~canopy.store.queries.graph_record`) has
+    ``on_spec_completed`` hooks."""
     return bool(graph["hooks"].get("on_spec_completed"))
 
 
-def _ended_node(rows: "Rows", spec_id: str) -> str | None:
+def _ended_node(rows: Rows, spec_id: str) -> str | None:
     """The node at which the spec's latest failed passage ended."""
     found = rows(
         "SELECT ended_node FROM run_specs WHERE spec_id = :spec_id AND outcome = 'failed'"
@@ -302,7 +281,7 @@ def _ended_node(rows: "Rows", spec_id: str) -> str | None:
     return found[0]["ended_node"] if found else None
 
 
-def _held_elsewhere(rows: "Rows", run: "Row") -> dict[str, str]:
+def _held_elsewhere(rows: Rows, run: Row) -> dict[str, str]:
     """Which of the specs ``run`` drains another active run holds (an open passage), each
     with the line that says so: ``spec alpha (spec-…) is being run by run-… of graph
     build``."""
@@ -326,7 +305,7 @@ def _held_elsewhere(rows: "Rows", run: "Row") -> dict[str, str]:
 
 
 def _ahead(
-    rows: "Rows",
+    rows: Rows,
     run_id: str,
     graph_id: str,
     spec: NextSpec | None,
@@ -336,7 +315,7 @@ def _ahead(
     upcoming = spec or _next_pending(rows, run_id)
     if upcoming is None:
         return Ahead(pending=0)
-    graph = stored_graph(rows, graph_id)
+    graph = graph_record(rows, graph_id)
     return Ahead(
         spec=upcoming,
         step=load_step(graph, node),
@@ -345,7 +324,7 @@ def _ahead(
     )
 
 
-def _closed_passage(rows: "Rows", request: SpecClose) -> int | None:
+def _closed_passage(rows: Rows, request: SpecClose) -> int | None:
     """The passage of this spec an earlier attempt of the same close already closed."""
     found = rows(
         "SELECT id FROM run_specs WHERE run_id = :run_id AND spec_id = :spec_id"
@@ -367,7 +346,7 @@ class RunRecords:
     def limit_streak(self, launch: NodeLaunch) -> int:
         """How many of this run's node runs of the spec's node, just before ``launch``'s,
         ended usage-limited: how far an API rate limit's backoff has grown."""
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             found = rows(
                 "SELECT status FROM node_runs WHERE run_id = :run_id AND spec_id = :spec_id"
                 " AND node = :node AND id < :before ORDER BY id DESC LIMIT :limit",
@@ -386,7 +365,7 @@ class RunRecords:
     def read_ahead(self, request: ReadAhead) -> Ahead:
         """What runs next, read now: the spec (given, or the next pending one), the node it
         starts at (transitions resolved), and the graph's ``allow_dirty_start``."""
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             return _ahead(
                 rows,
                 request.run_id,
@@ -409,7 +388,7 @@ class RunRecords:
         Idempotent: a retried attempt finds the passage its first attempt closed (the spec
         is no longer pending, so it is not claimed again).
         """
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             passage_id = _open_passage(rows, request.run_id, request.spec.spec_id)
             if passage_id is None and request.outcome in FINAL_OUTCOMES:
                 claimed = _claim(rows, request.run_id, request.spec)
@@ -420,7 +399,7 @@ class RunRecords:
                 passage = _passage_record(rows, passage_id)
                 if passage["outcome"] is None:
                     _close_passage(rows, passage, request.outcome, request.ended_node)
-            graph = stored_graph(rows, request.graph_id)
+            graph = graph_record(rows, request.graph_id)
             hooks = request.outcome == "completed" and _has_spec_completed_hooks(graph)
             closed = SpecClosed(passage_id=passage_id, spec_completed_hooks=hooks)
             if request.read_ahead and not hooks:
@@ -433,7 +412,7 @@ class RunRecords:
     def record_launch_end(self, end: LaunchEnd) -> None:
         """Record how a launch ended when its activity could not (it was cancelled by a stop,
         or failed): nothing to do if it never recorded a node run."""
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             found = rows(
                 "SELECT id, status FROM node_runs WHERE launch_key = :key", {"key": end.launch_key}
             )
@@ -452,7 +431,7 @@ class RunRecords:
         one snapshot, so a member another run completes in between is then held or
         completed, never blamed (read the other way round, it was neither).
         """
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             run = run_record(rows, request.run_id)
             held = _held_elsewhere(rows, run)
             members = rows(
@@ -491,7 +470,7 @@ class RunRecords:
         another run is still running, so a run that passed specs over says where they went;
         the signals it ignored (``ignored_signals``) stay.
         """
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             run = set_run_status(rows, settlement.run_id, settlement.status, settlement.blocker)
             summary = settlement.counts.model_dump()
             held = _held_elsewhere(rows, run)
@@ -517,7 +496,7 @@ class RunRecords:
         recorded yet (a retried one finds the node's own edits in the tree).
         """
         state = guard(dispatch.workdir) if dispatch.guard else None
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             recorded = _recorded_launch(rows, dispatch.launch_key)
             if recorded is not None:
                 return recorded
@@ -538,5 +517,5 @@ class RunRecords:
 
     def record_node_end(self, node_run_id: int, result: NodeResult) -> None:
         """Record how a node run ended (the node activity, right after the node)."""
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             _record_end(rows, node_run_id, result)

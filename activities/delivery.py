@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from temporalio import activity
 
@@ -29,7 +29,6 @@ from canopy.contracts.session_delivery import (
     SessionRef,
 )
 from canopy.errors import Refused
-from canopy.ops.common import sql_transaction
 from canopy.ops.notifications import notify
 from canopy.ops.sessions import LIVE, SESSION_NOT_FOUND, find_message
 from canopy.paths import session_path
@@ -37,12 +36,9 @@ from canopy.permissions import Permissions, nearest, stored_permissions
 from canopy.platforms import Platform, get_platform, limit_wait, platform_permissions
 from canopy.sessions.transcripts import append_turn
 from canopy.store.engine import Store
-from canopy.store.queries import UNDELIVERED_STATUSES, bound_list
+from canopy.store.queries import UNDELIVERED_STATUSES, Row, Rows, bound_list
 from canopy.temporal import client as temporal_client
 from canopy.timefmt import as_utc, stored_time, to_iso, utcnow
-
-if TYPE_CHECKING:
-    from canopy.store.queries import Row, Rows
 
 TURN_TIMEOUT_MINUTES = 6 * 60.0
 """A turn still running after this long is stopped and its message recorded as failed."""
@@ -79,7 +75,7 @@ class DeliveryActivities:
         """The session's oldest message not yet delivered, if any, with the time it waits
         for when a usage limit held it back (the workflow's timer does the waiting)."""
         undelivered, params = bound_list("undelivered", UNDELIVERED_STATUSES)
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             found = rows(
                 "SELECT m.id, m.retry_at, s.host FROM messages m"
                 " JOIN sessions s ON s.id = m.session_id"
@@ -126,7 +122,7 @@ class DeliveryActivities:
         """Record a message whose delivery kept failing as failed (recallable), with a
         notification, so the messages behind it can go."""
         message_id = failure.message_id
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             message = _message(rows, message_id)
             if message is None or message["status"] not in UNDELIVERED_STATUSES:
                 return
@@ -142,7 +138,7 @@ class DeliveryActivities:
         A new attempt needs a live session; an attempt already ``delivering`` (its worker
         was lost) goes on regardless, since its turn may already be running.
         """
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             message = _message(rows, message_id)
             if message is None or message["status"] not in UNDELIVERED_STATUSES:
                 status = cast(DeliveryStatus, message["status"]) if message else FAILED
@@ -203,7 +199,7 @@ class DeliveryActivities:
     ) -> DeliveryOutcome:
         """The harness hit a usage limit: the same message is tried again at ``retry_at``,
         resuming the conversation the limited turn opened, if it opened one."""
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             _update_message(
                 rows, plan.message_id, status="waiting", retry_at=retry_at, error=reason
             )
@@ -227,7 +223,7 @@ class DeliveryActivities:
         conversation = _conversation_id(platform, output) if platform is not None else None
         reply = platform.reply_text(output) if platform is not None and output else None
         now = utcnow()
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             target = _session(rows, plan.session_id)
             assert target is not None  # sessions are never deleted
             if conversation is not None:
@@ -270,9 +266,7 @@ def _conversation_id(platform: Platform, output: str) -> str | None:
     return found
 
 
-def _transcript_entry(
-    message: "Row", target: "Row", reply: str | None, at: datetime
-) -> dict[str, Any]:
+def _transcript_entry(message: Row, target: Row, reply: str | None, at: datetime) -> dict[str, Any]:
     """A turn as the transcript keeps it: the message (:func:`message_json`) and the
     session it went to."""
     return {
@@ -289,7 +283,7 @@ def _transcript_entry(
     }
 
 
-def _message(rows: "Rows", message_id: str) -> "Row | None":
+def _message(rows: Rows, message_id: str) -> Row | None:
     """The delivery fields of a message, or ``None``."""
     found = rows(
         "SELECT id, session_id, status, attempts, prompt FROM messages WHERE id = :id",
@@ -298,7 +292,7 @@ def _message(rows: "Rows", message_id: str) -> "Row | None":
     return found[0] if found else None
 
 
-def _session(rows: "Rows", session_id: str | None) -> "Row | None":
+def _session(rows: Rows, session_id: str | None) -> Row | None:
     """The session fields a turn needs, or ``None`` (no such session, or no id)."""
     found = rows(
         "SELECT id, status, platform, workdir, harness_conversation_id, permissions,"
@@ -315,7 +309,7 @@ _MESSAGE_FIELDS = frozenset(
 """The fields of a message delivery writes."""
 
 
-def _update_message(rows: "Rows", message_id: str, **fields: Any) -> None:
+def _update_message(rows: Rows, message_id: str, **fields: Any) -> None:
     """Write ``fields`` (of :data:`_MESSAGE_FIELDS`) of the message."""
     assert fields.keys() <= _MESSAGE_FIELDS, fields
     assigned = ", ".join(f"{name} = :{name}" for name in fields)

@@ -18,7 +18,7 @@ import asyncio
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio import activity
 
@@ -38,7 +38,6 @@ from canopy.errors import Refused
 from canopy.graphs import markers
 from canopy.graphs.hookmodels import AgentHook, CommandHook, Hook, InteractiveHook, stored_hook
 from canopy.graphs.hooks import SPEC_EVENTS
-from canopy.ops.common import sql_transaction
 from canopy.ops.session_wake import wake_session
 from canopy.ops.sessions import enqueue_hook_message
 from canopy.paths import run_log_dir
@@ -46,11 +45,8 @@ from canopy.permissions import Permissions, nearest, stored_permissions
 from canopy.platforms import get_platform, platform_permissions
 from canopy.platforms.usage import HarnessUsage
 from canopy.store.engine import Store
-from canopy.store.queries import stored_json
+from canopy.store.queries import Rows, stored_json
 from canopy.timefmt import utcnow
-
-if TYPE_CHECKING:
-    from canopy.store.queries import Rows
 
 OUTPUT_KEPT_CHARACTERS = 4000
 COMMAND_HOOK_TIMEOUT_MINUTES = 60.0
@@ -185,7 +181,7 @@ class HookActivities:
     def stored_hooks(self, firing: HookFiring) -> tuple[list[dict[str, Any]], Permissions | None]:
         """The hooks of the firing's event, as stored now (an edit during the run counts),
         and the graph's permission level, which agent hooks that set none run at."""
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             (graph,) = rows(
                 "SELECT CAST(hooks AS TEXT) AS hooks, permissions FROM graphs WHERE id = :id",
                 {"id": firing.graph_id},
@@ -214,7 +210,7 @@ class HookActivities:
 
     def completed_specs(self, run_id: str) -> str | None:
         """``name: one-line summary`` of each spec this run completed, in completion order."""
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             completed = rows(
                 "SELECT s.name, s.body FROM specs s JOIN run_specs p ON p.spec_id = s.id"
                 " WHERE p.run_id = :run_id AND p.outcome = 'completed'"
@@ -237,7 +233,7 @@ class HookActivities:
         so the interrupted hook is finished, not dropped and not started twice.
         """
         key = fire_key(firing, index)
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             existing = rows(
                 "SELECT id, status, CAST(hook_config AS TEXT) AS hook_config FROM hook_runs"
                 " WHERE fire_key = :key",
@@ -311,7 +307,7 @@ class HookActivities:
             "ended_at": utcnow(),
         }
         assigned = ", ".join(f"{name} = :{name}" for name in columns)
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             rows(f"UPDATE hook_runs SET {assigned} WHERE id = :id", {**columns, "id": hook_run_id})
         return usage
 
@@ -370,7 +366,7 @@ class HookActivities:
     ) -> tuple[str, str | None, str | None]:
         """The hook run's message (queued now, or by an interrupted attempt): its id, the
         session it targets and why it could not be queued."""
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             message = _hook_message(rows, hook_run_id) or enqueue_hook_message(
                 rows,
                 markers.render(hook.prompt, values, markers.HOOK_MARKERS),
@@ -384,7 +380,7 @@ class HookActivities:
             return message["id"], message["session_id"], message["error"]
 
 
-def _hook_message(rows: "Rows", hook_run_id: int) -> dict[str, Any] | None:
+def _hook_message(rows: Rows, hook_run_id: int) -> dict[str, Any] | None:
     """The message an interrupted attempt of the hook run already queued, if any."""
     found = rows(
         "SELECT id, session_id, error FROM messages WHERE hook_run_id = :id ORDER BY seq LIMIT 1",

@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from temporalio import activity
 
@@ -37,7 +36,6 @@ from canopy.contracts.graph_run import DispatchOutcome, NodeDispatch, NodeLaunch
 from canopy.errors import Refused
 from canopy.graphs import markers
 from canopy.graphs.nodemodels import AgentNode, CommandNode, EnsembleNode
-from canopy.ops.common import sql_transaction
 from canopy.paths import run_log_dir
 from canopy.permissions import Permissions, nearest, stored_permissions
 from canopy.platforms import (
@@ -49,12 +47,10 @@ from canopy.platforms import (
     platform_permissions,
 )
 from canopy.store.engine import Store
+from canopy.store.queries import Rows
 from canopy.temporal.client import this_host
 from canopy.timefmt import utcnow
 from canopy.workdir import worktree_state
-
-if TYPE_CHECKING:
-    from canopy.store.queries import Rows
 
 MAX_RECORDED_DENIALS = 5
 """How many of a node run's denials are kept, one line each (all are counted)."""
@@ -66,7 +62,7 @@ def node_marker_values(store: Store, launch: NodeLaunch) -> dict[str, str | None
     """Marker values for a node prompt or command: graph, spec, body and its sections.
 
     A store read: the node activities run it on a thread, off the worker's event loop."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         return _marker_values(_spec(rows, launch.spec_id), launch)
 
 
@@ -74,13 +70,13 @@ def agent_launch_context(
     store: Store, launch: NodeLaunch
 ) -> tuple[dict[str, str | None], Permissions | None]:
     """An agent node's marker values and its graph's permission level, read together."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         values = _marker_values(_spec(rows, launch.spec_id), launch)
         (graph,) = rows("SELECT permissions FROM graphs WHERE id = :id", {"id": launch.graph_id})
         return values, stored_permissions(graph["permissions"])
 
 
-def _spec(rows: "Rows", spec_id: str) -> tuple[str, str]:
+def _spec(rows: Rows, spec_id: str) -> tuple[str, str]:
     """A spec's name and body."""
     (spec,) = rows("SELECT name, body FROM specs WHERE id = :id", {"id": spec_id})
     return spec["name"], spec["body"]

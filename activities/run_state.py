@@ -15,7 +15,6 @@ from canopy.contracts.graph_run import (
     RunPause,
     RunRef,
 )
-from canopy.ops.common import sql_transaction
 from canopy.ops.notifications import notify
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import Store
@@ -32,7 +31,7 @@ class RunControl:
         self._store = store
 
     def _set_status(self, run_id: str, status: str, blocker: dict[str, Any] | None) -> None:
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             set_run_status(rows, run_id, status, blocker)
 
     @activity.defn
@@ -48,7 +47,7 @@ class RunControl:
     @activity.defn
     def schedule_resume(self, schedule: ResumeSchedule) -> None:
         """Record (or clear, ``None``) when a usage-limit wait ends, for ``graph info``."""
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             rows(
                 "UPDATE runs SET scheduled_resume_at = :at WHERE id = :id",
                 {"at": schedule.resume_at, "id": schedule.run_id},
@@ -61,7 +60,7 @@ class RunControl:
         Only while the run is still active: once the graph is idle the next run may start
         (while this workflow closes), and a retried attempt must not reset that run too.
         """
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             run = run_record(rows, request.run_id)
             if run["status"] in ACTIVE_RUN_STATUSES:
                 reset_graph_record(rows, run["graph_id"])
@@ -69,7 +68,7 @@ class RunControl:
     @activity.defn
     def allows_dirty_start(self, request: GraphRef) -> bool:
         """The graph's ``allow_dirty_start``, read fresh (it may be edited while paused)."""
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             (graph,) = rows(
                 "SELECT allow_dirty_start FROM graphs WHERE id = :id", {"id": request.graph_id}
             )
@@ -78,7 +77,7 @@ class RunControl:
     @activity.defn
     def spec_for_run(self, request: DirectedSpec) -> NextSpec:
         """A directed start's spec with its queue group (``continue --spec``)."""
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             run = run_record(rows, request.run_id)
             (spec,) = rows("SELECT id, name FROM specs WHERE id = :id", {"id": request.spec_id})
             group = None
@@ -99,7 +98,7 @@ class RunControl:
         passage *completed* count, so a failed sibling's session is never reused; and only
         sessions of ``platform``, the only harness that can resume them.
         """
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             queue_id = run_record(rows, query.run_id)["queue_id"]
             same_queue = "r.queue_id IS NULL" if queue_id is None else "r.queue_id = :queue_id"
             found = rows(
@@ -125,7 +124,7 @@ class RunControl:
         (``ignored_signals``, in ``graph info`` and ``graph get``) and as a notification.
         A retried attempt finds its entry and writes nothing more."""
         entry = {"signal": ignored.signal, "reason": ignored.reason, "at": to_iso(ignored.at)}
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             run = run_record(rows, ignored.run_id)
             summary = dict(run["summary"] or {})
             kept = list(summary.get(IGNORED_SIGNALS, []))

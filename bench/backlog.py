@@ -1,4 +1,4 @@
-"""A large backlog written straight through the store models, for the benchmarks.
+"""A large backlog written straight into the store, for the benchmarks.
 
 Writing 10,000 specs through the CLI would take over an hour and measure nothing the
 benchmarks are about; one transaction takes seconds.
@@ -10,7 +10,6 @@ from pathlib import Path
 from canopy.backlog.specformat import SECTION_NAMES, render_tagged
 from canopy.ids import new_id
 from canopy.store.engine import Store
-from canopy.store.models import InteractiveSession, Message, Queue, QueueMember, Spec
 from canopy.timefmt import utcnow
 
 
@@ -25,59 +24,62 @@ def fill_queue(
     store = Store(f"sqlite:///{home / 'canopy.db'}")
     now = utcnow()
     queue_id = new_id("queue")
-    specs = [
-        Spec(
-            id=new_id("spec"),
-            name=f"spec number {i}",
-            body=render_tagged({name: f"{name} of spec {i}" for name in SECTION_NAMES}),
-            workdir=workdir_of(i),
-            status=status_of(i),
-            created_at=now,
-            updated_at=now,
+    ids = [new_id("spec") for _ in range(count)]
+    with store.transaction() as rows:
+        rows(
+            "INSERT INTO queues (id, name, created_at) VALUES (:id, :name, :now)",
+            {"id": queue_id, "name": queue_name, "now": now},
         )
-        for i in range(count)
-    ]
-    with store.transaction() as db:
-        db.add(Queue(id=queue_id, name=queue_name, created_at=now))
-        db.add_all(specs)
-        db.flush()
-        db.add_all(
-            QueueMember(queue_id=queue_id, spec_id=spec.id, position=i)
-            for i, spec in enumerate(specs)
-        )
+        for i, spec_id in enumerate(ids):
+            rows(
+                "INSERT INTO specs (id, name, body, workdir, status, created_at, updated_at)"
+                " VALUES (:id, :name, :body, :workdir, :status, :now, :now)",
+                {
+                    "id": spec_id,
+                    "name": f"spec number {i}",
+                    "body": render_tagged({name: f"{name} of spec {i}" for name in SECTION_NAMES}),
+                    "workdir": workdir_of(i),
+                    "status": status_of(i),
+                    "now": now,
+                },
+            )
+            rows(
+                "INSERT INTO queue_members (queue_id, spec_id, position)"
+                " VALUES (:queue_id, :spec_id, :position)",
+                {"queue_id": queue_id, "spec_id": spec_id, "position": i},
+            )
     store.close()
-    return [spec.id for spec in specs]
+    return ids
 
 
 def add_sessions(home: Path, count: int) -> None:
     """``count`` live interactive sessions, each with one queued message."""
     store = Store(f"sqlite:///{home / 'canopy.db'}")
     now = utcnow()
-    with store.transaction() as db:
+    with store.transaction() as rows:
         for i in range(count):
             session_id = new_id("sess")
-            db.add(
-                InteractiveSession(
-                    id=session_id,
-                    name=f"session-{i}",
-                    platform="claude",
-                    workdir=f"/src/project-{i % 10}",
-                    host="bench",
-                    status="live",
-                    transcript_path=str(home / "sessions" / session_id / "transcript.jsonl"),
-                    created_at=now,
-                    updated_at=now,
-                )
+            rows(
+                "INSERT INTO sessions (id, name, platform, workdir, host, status,"
+                " transcript_path, created_at, updated_at) VALUES (:id, :name, 'claude',"
+                " :workdir, 'bench', 'live', :transcript_path, :now, :now)",
+                {
+                    "id": session_id,
+                    "name": f"session-{i}",
+                    "workdir": f"/src/project-{i % 10}",
+                    "transcript_path": str(home / "sessions" / session_id / "transcript.jsonl"),
+                    "now": now,
+                },
             )
-            db.add(
-                Message(
-                    id=new_id("msg"),
-                    session_id=session_id,
-                    prompt=f"message {i}",
-                    source="promptbuilder",
-                    status="queued",
-                    attempts=0,
-                    created_at=now,
-                )
+            rows(
+                "INSERT INTO messages (id, session_id, prompt, source, status, attempts,"
+                " created_at) VALUES (:id, :session_id, :prompt, 'promptbuilder', 'queued', 0,"
+                " :now)",
+                {
+                    "id": new_id("msg"),
+                    "session_id": session_id,
+                    "prompt": f"message {i}",
+                    "now": now,
+                },
             )
     store.close()

@@ -29,10 +29,8 @@ from bench.commands import command_env
 from canopy.backlog.specformat import SECTION_NAMES, render_tagged
 from canopy.ids import new_id
 from canopy.ops import graphs, queues
-from canopy.ops.common import rows_of
 from canopy.ops.notifications import notify
 from canopy.store.engine import Store
-from canopy.store.models import NodeRun, Run, RunSpec
 from canopy.timefmt import utcnow
 
 BASELINE = "python -c pass (baseline)"
@@ -71,9 +69,9 @@ def fill_store(home: Path, count: int, sessions: int, rounds: int) -> dict[str, 
     _add_finished_run(store, graph["id"], bound)
     for name in ("edited", *(f"doomed-{i}" for i in range(rounds + 1))):
         graphs.graph_create(store, _definition([], name))
-    with store.transaction() as db:
+    with store.transaction() as rows:
         for i in range(NOTIFICATIONS):
-            notify(rows_of(db), "session_not_found", f"notification {i}: a prompt is kept")
+            notify(rows, "session_not_found", f"notification {i}: a prompt is kept")
     store.close()
     return {
         "spec": ids[0],
@@ -103,45 +101,39 @@ def _add_finished_run(store: Store, graph_id: str, specs: list[str]) -> None:
     queue_id = queues.queue_list(store, "small")["id"]
     started = utcnow() - timedelta(hours=1)
     run_id = new_id("run")
-    with store.transaction() as db:
-        db.add(
-            Run(
-                id=run_id,
-                graph_id=graph_id,
-                number=1,
-                queue_id=queue_id,
-                workdir="/src/app",
-                workflow_id=f"graph-{graph_id}-1",
-                status="completed",
-                summary={"completed": len(specs)},
-                started_at=started,
-                ended_at=utcnow(),
-            )
+    with store.transaction() as rows:
+        rows(
+            "INSERT INTO runs (id, graph_id, number, queue_id, workdir, workflow_id, status,"
+            " summary, started_at, ended_at) VALUES (:id, :graph_id, 1, :queue_id, '/src/app',"
+            " :workflow_id, 'completed', :summary, :started, :ended)",
+            {
+                "id": run_id,
+                "graph_id": graph_id,
+                "queue_id": queue_id,
+                "workflow_id": f"graph-{graph_id}-1",
+                "summary": {"completed": len(specs)},
+                "started": started,
+                "ended": utcnow(),
+            },
         )
-        db.flush()  # the models declare no relationships: the run must exist first
         for spec_id in specs:
-            db.add(
-                RunSpec(
-                    run_id=run_id,
-                    spec_id=spec_id,
-                    outcome="completed",
-                    ended_node="test",
-                    started_at=started,
-                    ended_at=started,
-                )
+            rows(
+                "INSERT INTO run_specs (run_id, spec_id, outcome, ended_node, started_at,"
+                " ended_at) VALUES (:run_id, :spec_id, 'completed', 'test', :at, :at)",
+                {"run_id": run_id, "spec_id": spec_id, "at": started},
             )
             for node in ("implement", "test", "fix"):
-                db.add(
-                    NodeRun(
-                        run_id=run_id,
-                        spec_id=spec_id,
-                        node=node,
-                        platform="claude" if node != "test" else None,
-                        status="succeeded",
-                        exit_code=0,
-                        started_at=started,
-                        ended_at=started,
-                    )
+                rows(
+                    "INSERT INTO node_runs (run_id, spec_id, node, visit, platform, status,"
+                    " exit_code, started_at, ended_at) VALUES (:run_id, :spec_id, :node, 1,"
+                    " :platform, 'succeeded', 0, :at, :at)",
+                    {
+                        "run_id": run_id,
+                        "spec_id": spec_id,
+                        "node": node,
+                        "platform": "claude" if node != "test" else None,
+                        "at": started,
+                    },
                 )
 
 

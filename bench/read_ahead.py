@@ -39,7 +39,6 @@ def queue_run_store(members: int, prefix: str) -> tuple["Store", str, list[str]]
     from canopy.ids import new_id
     from canopy.ops import graphs, queues
     from canopy.store.engine import Store
-    from canopy.store.models import QueueMember, Run, Spec
     from canopy.timefmt import utcnow
 
     home = Path(tempfile.mkdtemp(prefix=prefix))
@@ -50,62 +49,50 @@ def queue_run_store(members: int, prefix: str) -> tuple["Store", str, list[str]]
     )["id"]
     ids = [new_id("spec") for _ in range(members)]
     now = utcnow()
-    with store.transaction() as db:
-        db.add_all(
-            Spec(
-                id=spec_id,
-                name=f"s{index}",
-                body="x" * BODY_BYTES,
-                status="pending",
-                created_at=now,
-                updated_at=now,
+    with store.transaction() as rows:
+        for index, spec_id in enumerate(ids):
+            rows(
+                "INSERT INTO specs (id, name, body, status, created_at, updated_at)"
+                " VALUES (:id, :name, :body, 'pending', :now, :now)",
+                {"id": spec_id, "name": f"s{index}", "body": "x" * BODY_BYTES, "now": now},
             )
-            for index, spec_id in enumerate(ids)
-        )
-        db.flush()
-        db.add_all(
-            QueueMember(queue_id=queue, spec_id=spec_id, position=index)
-            for index, spec_id in enumerate(ids)
-        )
-        db.add(
-            Run(
-                id="run",
-                graph_id=graph,
-                queue_id=queue,
-                number=1,
-                workdir=str(home),
-                workflow_id="w",
-                status="running",
-                started_at=now,
+            rows(
+                "INSERT INTO queue_members (queue_id, spec_id, position)"
+                " VALUES (:queue, :spec_id, :position)",
+                {"queue": queue, "spec_id": spec_id, "position": index},
             )
+        rows(
+            "INSERT INTO runs (id, graph_id, queue_id, number, workdir, workflow_id, status,"
+            " started_at) VALUES ('run', :graph, :queue, 1, :workdir, 'w', 'running', :now)",
+            {"graph": graph, "queue": queue, "workdir": str(home), "now": now},
         )
     return store, graph, ids
 
 
 def timed_reads(members: int, repeat: int, completed: list[int]) -> dict[tuple[int, str], float]:
     """Median ms of ``read_ahead`` per (members completed, variant of :data:`VARIANTS`)."""
-    from sqlalchemy import text, update
-
     from canopy.activities.bookkeeping import RunRecords
     from canopy.contracts.graph_run import ReadAhead
-    from canopy.store.models import Spec
+    from canopy.store.queries import bound_list
 
     store, graph, ids = queue_run_store(members, "canopy-read-ahead-")
     records = RunRecords(store)
     request = ReadAhead(run_id="run", graph_id=graph)
     found: dict[tuple[int, str], float] = {}
     for done in completed:
-        with store.transaction() as db:
-            db.execute(update(Spec).values(status="pending"))
-            db.execute(update(Spec).where(Spec.id.in_(ids[:done])).values(status="completed"))
+        with store.transaction() as rows:
+            rows("UPDATE specs SET status = 'pending'", {})
+            if done:
+                finished, params = bound_list("done", ids[:done])
+                rows(f"UPDATE specs SET status = 'completed' WHERE id IN {finished}", params)
         for variant in VARIANTS:
-            with store.transaction() as db:
-                db.execute(text(f"DROP INDEX IF EXISTS {INDEX}"))
-                db.execute(text("DROP TABLE IF EXISTS sqlite_stat1"))
+            with store.transaction() as rows:
+                rows(f"DROP INDEX IF EXISTS {INDEX}", {})
+                rows("DROP TABLE IF EXISTS sqlite_stat1", {})
                 if variant != "as is":
-                    db.execute(text(f"CREATE INDEX {INDEX} ON specs (id, status)"))
+                    rows(f"CREATE INDEX {INDEX} ON specs (id, status)", {})
                 if variant == "index + ANALYZE":
-                    db.execute(text("ANALYZE"))
+                    rows("ANALYZE", {})
             times = []
             for _ in range(repeat):
                 started = time.perf_counter()

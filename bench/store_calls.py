@@ -5,7 +5,8 @@
 activity ``close_spec`` (close the passage, read the next spec). This drives N specs of a
 scratch queue through those calls as a run would, then times M more, on a small queue
 and on a big one: the median of each call, with and without the pending count
-(``count_pending``), and the SQL statements by total time (SQLAlchemy's cursor events).
+(``count_pending``), and the SQL statements by total time (timed around the store's
+row runner).
 A call that costs more on the big queue than on the small one is a cost that grows with
 the queue: the per-spec share of a long drain that ``dispatch_overhead.py --drain``
 measures as a whole.
@@ -21,9 +22,12 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from bench.read_ahead import queue_run_store
+from canopy.store.queries import Row, Rows
 
 SMALL = (200, 100)
 """The small queue: members, specs done before the timed ones."""
@@ -34,8 +38,6 @@ STATEMENTS_SHOWN = 5
 def drive(members: int, done: int) -> tuple[dict[str, float], list[tuple[float, str]]]:
     """Median ms of each store call over :data:`TIMED` specs after ``done`` of a queue
     of ``members``, and the statements by mean ms per timed spec, biggest first."""
-    from sqlalchemy import event
-
     from canopy.activities.bookkeeping import RunRecords
     from canopy.contracts.graph_run import NodeDispatch, NodeResult, ReadAhead, SpecClose
     from canopy.graphs.nodemodels import CommandNode
@@ -48,15 +50,22 @@ def drive(members: int, done: int) -> tuple[dict[str, float], list[tuple[float, 
     statements: dict[str, float] = defaultdict(float)
     timing = False
 
-    def started(conn: Any, _cursor: Any, _sql: str, *_args: Any) -> None:
-        conn.info["started"] = time.perf_counter()
+    transaction = store.transaction
 
-    def ended(conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
-        if timing:
-            statements[" ".join(sql.split())[:110]] += time.perf_counter() - conn.info["started"]
+    @contextmanager
+    def timed_transaction() -> Iterator[Rows]:
+        with transaction() as rows:
 
-    event.listen(store.engine, "before_cursor_execute", started)
-    event.listen(store.engine, "after_cursor_execute", ended)
+            def run(sql: str, params: Mapping[str, Any]) -> list[Row]:
+                begun = time.perf_counter()
+                found = rows(sql, params)
+                if timing:
+                    statements[" ".join(sql.split())[:110]] += time.perf_counter() - begun
+                return found
+
+            yield run
+
+    store.transaction = timed_transaction  # type: ignore[method-assign]
 
     def timed(name: str, call: Any, *args: Any) -> Any:
         begun = time.perf_counter()

@@ -40,13 +40,12 @@ def unexpected_error_line(error: BaseException) -> str:
     Every front end ends with this instead of a traceback, so a user always gets one line
     to act on: the store's integrity and locking errors (two commands racing for the same
     row) say to try again; anything else is named as an internal error, pointing at
-    ``CANOPY_DEBUG=1`` for the traceback. The store's errors come from SQLAlchemy, or
-    straight from :mod:`sqlite3` on the CLI's fast lane; both are looked up, not imported,
-    so neither is loaded for this.
+    ``CANOPY_DEBUG=1`` for the traceback. The store's errors are its drivers' own
+    (:func:`store_errors`).
     """
     integrity, operational = store_errors("IntegrityError"), store_errors("OperationalError")
     if isinstance(error, integrity + operational):
-        reason = _short(str(getattr(error, "orig", None) or error))
+        reason = _short(str(error))
         race = isinstance(error, integrity) or any(word in reason.lower() for word in _RACE_WORDS)
         if race:
             return f"{STORE_RACE}: {reason}"
@@ -60,8 +59,9 @@ def unexpected_error_line(error: BaseException) -> str:
 StoreErrorKind = Literal["IntegrityError", "OperationalError"]
 """The store's errors that are about the data, not the code: a constraint a write broke
 (a unique key taken), or a database that could not do it (locked, unreachable)."""
-_STORE_DRIVER_ERRORS = ("sqlalchemy.exc", "sqlite3")
-"""The modules the store's errors come from, by the names of :data:`StoreErrorKind`."""
+_STORE_DRIVER_ERRORS = ("sqlite3", "psycopg")
+"""The store's drivers (stdlib ``sqlite3``, psycopg), whose errors go by the names of
+:data:`StoreErrorKind`."""
 
 
 def store_errors(kind: StoreErrorKind) -> tuple[type[Exception], ...]:

@@ -22,10 +22,9 @@ def as_utc(value: datetime) -> datetime:
 def sqlite_text(value: datetime) -> str:
     """``2026-12-03 07:55:00.123456``: a timestamp as the store keeps it in SQLite.
 
-    That is how SQLAlchemy's SQLite dialect writes the models' ``DateTime`` columns (UTC
-    wall time, always with microseconds), the layout :func:`to_iso` reads without a
-    parse. The CLI's fast lane writes with the stdlib ``sqlite3`` module through this, so
-    its rows sort and read like the ORM's.
+    That is the layout the SQLite store has always kept (UTC wall time, always with
+    microseconds, as SQLAlchemy's SQLite dialect wrote it when Canopy used it), which
+    :func:`to_iso` reads without a parse and which sorts in time order.
     """
     return as_utc(value).astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
 

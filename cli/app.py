@@ -1,7 +1,7 @@
 """The typer application: the root ``canopy`` command, whose commands load only when used.
 
 Importing every command module up front cost each command the imports of all the others
-(SQLAlchemy, the Temporal contracts, pydantic, jinja2, the platforms), about half a
+(the Temporal contracts, pydantic, jinja2, the platforms), about half a
 second. So the root knows its commands only by name, the module that defines each and the
 line ``canopy --help`` shows for it (:data:`COMMANDS`); ``canopy spec get`` imports
 :mod:`canopy.cli.spec_cmds` alone, and ``canopy --help`` imports no command module.

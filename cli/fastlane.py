@@ -1,19 +1,17 @@
 """The fast lane: the store commands people and agents run most, the steering commands
-and ``session send`` and ``resume``, without typer or SQLAlchemy.
+and ``session send`` and ``resume``, without typer.
 
 Importing typer (which builds its options with pydantic) costs several interpreter starts,
-and SQLAlchemy about ten, while these commands only read or write a few rows. So they
-answer straight from the SQLite file with the stdlib ``sqlite3`` module, through the same
-operations as the full path: :mod:`canopy.ops.specs`, :mod:`canopy.ops.queues` and the
-other operations' SQL are written against a row runner that either driver can be. Each
-command runs in one transaction, committed when it succeeds; a command that then talks to
-Temporal (``session send`` and ``resume`` wake the daemon) returns that step, run after
-the commit.
+while these commands only read or write a few rows. So they are parsed here and run the
+same operations on the same store as the typer commands (:mod:`canopy.ops.specs`,
+:mod:`canopy.ops.queues`, …), each in its own transaction, committed when it succeeds; a
+command that then talks to Temporal (``session send`` and ``resume`` wake the daemon)
+returns that step, run after the commit.
 
 Anything this lane does not fully understand (another command, ``--help``, an unknown or
-repeated option, a missing option or value, a value typer would convert differently,
-Postgres, a database that needs migrating) falls through to the typer app, which owns
-usage errors. ``tests/test_cli.py`` checks that both paths answer alike.
+repeated option, a missing option or value, a value typer would convert differently, a
+store named by ``CANOPY_DB_URL``) falls through to the typer app, which owns usage
+errors. ``tests/test_cli.py`` checks that both answer alike.
 """
 
 from __future__ import annotations
@@ -25,19 +23,18 @@ from typing import TYPE_CHECKING
 from canopy.cli import views
 from canopy.cli.render import emit
 from canopy.paths import configured_db_url
-from canopy.store.direct import connect, runner
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from pathlib import Path
     from typing import TypeAlias
 
-    from canopy.store.queries import Rows
+    from canopy.store.engine import Store
 
     Options: TypeAlias = dict[str, str]
     Then: TypeAlias = Callable[[], None]
     """What a command does once its transaction is committed."""
-    Handler: TypeAlias = Callable[[Rows, Options, list[str], bool], Then | None]
+    Handler: TypeAlias = Callable[[Store, Options, list[str], bool], Then | None]
 
 _FLAG = "true"
 """The value a flag (``--all``) gets in the parsed options."""
@@ -103,16 +100,11 @@ def try_run(args: list[str]) -> bool:
     parsed = _parse(tokens, command)
     if parsed is None:
         return False
-    connection = connect()
-    if connection is None:
-        return False
-    try:
-        with connection:  # one transaction: committed if the command returns
-            then = command.handler(runner(connection), *parsed)
-        if then is not None:  # no transaction is open now: its reads see the latest commit
-            then()
-    finally:
-        connection.close()
+    from canopy.store.engine import open_store
+
+    then = command.handler(open_store(), *parsed)
+    if then is not None:  # the command's write is committed: the daemon can read it
+        then()
     return True
 
 
@@ -185,12 +177,12 @@ def _readable_or_absent(path: str | None) -> bool:
 # --------------------------------------------------------------------------- specs
 
 
-def _spec_list(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+def _spec_list(store: Store, options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.ops import specs
 
     limit = options.get("--limit")
     result = specs.spec_list(
-        rows,
+        store,
         options.get("--workdir"),
         options.get("--status"),
         "--standalone" in options,
@@ -200,12 +192,12 @@ def _spec_list(rows: Rows, options: Options, _positionals: list[str], as_json: b
     emit(result, as_json, lambda: views.show_spec_list(result))
 
 
-def _spec_count(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+def _spec_count(store: Store, options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.cli.render import print_line
     from canopy.ops import specs
 
     result = specs.spec_count(
-        rows,
+        store,
         options.get("--workdir"),
         options.get("--status"),
         "--standalone" in options,
@@ -214,29 +206,29 @@ def _spec_count(rows: Rows, options: Options, _positionals: list[str], as_json: 
     emit(result, as_json, lambda: print_line(str(result["count"])))
 
 
-def _spec_get(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _spec_get(store: Store, _options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.ops import specs
 
-    result = specs.spec_get(rows, positionals[0])
+    result = specs.spec_get(store, positionals[0])
     emit(result, as_json, lambda: views.show_spec(result))
 
 
-def _spec_create(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+def _spec_create(store: Store, options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.cli.inputs import new_body
     from canopy.ops import specs
 
     body = new_body(_path(options.get("--body-file")), options.get("--body"))
-    result = specs.spec_create(rows, options["--name"], body, options.get("--workdir"))
+    result = specs.spec_create(store, options["--name"], body, options.get("--workdir"))
     emit(result, as_json, lambda: views.show_created(result))
 
 
-def _spec_update(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> None:
+def _spec_update(store: Store, options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.cli.inputs import read_body
     from canopy.ops import specs
 
     body = read_body(_path(options.get("--body-file")), options.get("--body"))
     result = specs.spec_update(
-        rows,
+        store,
         positionals[0],
         options.get("--name"),
         body,
@@ -246,102 +238,105 @@ def _spec_update(rows: Rows, options: Options, positionals: list[str], as_json: 
     emit(result, as_json, lambda: views.show_updated(result))
 
 
-def _spec_delete(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _spec_delete(store: Store, _options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.ops import specs
 
-    result = specs.spec_delete(rows, positionals[0])
+    result = specs.spec_delete(store, positionals[0])
     emit(result, as_json, lambda: views.show_deleted(result))
 
 
-def _spec_set_status(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _spec_set_status(
+    store: Store, _options: Options, positionals: list[str], as_json: bool
+) -> None:
     from canopy.ops import specs
 
-    result = specs.spec_set_status(rows, *positionals)
+    result = specs.spec_set_status(store, *positionals)
     emit(result, as_json, lambda: views.show_status(result))
 
 
-def _spec_section(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _spec_section(store: Store, _options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.cli.render import print_block
     from canopy.ops import specs
 
-    result = specs.spec_section(rows, *positionals)
+    result = specs.spec_section(store, *positionals)
     emit(result, as_json, lambda: print_block(result["markdown"]))
 
 
 # --------------------------------------------------------------------------- projects
 
 
-def _project_list(rows: Rows, _options: Options, _positionals: list[str], as_json: bool) -> None:
+def _project_list(store: Store, _options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.ops import projects
 
-    result = projects.project_list(rows)
+    result = projects.project_list(store)
     emit(result, as_json, lambda: views.show_projects(result))
 
 
 # --------------------------------------------------------------------------- queues
 
 
-def _queue_list(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _queue_list(store: Store, _options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.ops import queues
 
-    result = queues.queue_list(rows, positionals[0] if positionals else None)
+    result = queues.queue_list(store, positionals[0] if positionals else None)
     emit(result, as_json, lambda: views.show_queue_list(result))
 
 
-def _queue_create(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _queue_create(store: Store, _options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.ops import queues
 
-    result = queues.queue_create(rows, positionals[0])
+    result = queues.queue_create(store, positionals[0])
     emit(result, as_json, lambda: views.show_queue(result))
 
 
-def _queue_add(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> None:
+def _queue_add(store: Store, options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.ops import queues
 
     queue, spec = positionals
-    result = queues.queue_add_spec(rows, queue, spec, options.get("--group"))
+    result = queues.queue_add_spec(store, queue, spec, options.get("--group"))
     emit(result, as_json, lambda: views.show_queue(result))
 
 
-def _queue_remove(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _queue_remove(store: Store, _options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.ops import queues
 
-    result = queues.queue_remove_spec(rows, *positionals)
+    result = queues.queue_remove_spec(store, *positionals)
     emit(result, as_json, lambda: views.show_queue(result))
 
 
-def _queue_reorder(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _queue_reorder(store: Store, _options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.ops import queues
 
-    result = queues.queue_reorder(rows, positionals[0], positionals[1:])
+    result = queues.queue_reorder(store, positionals[0], positionals[1:])
     emit(result, as_json, lambda: views.show_queue(result))
 
 
-def _queue_group(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> None:
+def _queue_group(store: Store, options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.cli.inputs import chosen_group
     from canopy.ops import queues
 
     queue, spec, *group = positionals
     label = chosen_group(group[0] if group else None, "--clear" in options)
-    result = queues.queue_set_group(rows, queue, spec, label)
+    result = queues.queue_set_group(store, queue, spec, label)
     emit(result, as_json, lambda: views.show_queue(result))
 
 
 # --------------------------------------------------------------------------- graphs
 
 
-def _graph_list(rows: Rows, _options: Options, _positionals: list[str], as_json: bool) -> None:
+def _graph_list(store: Store, _options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.store import queries
 
-    result = queries.list_graphs(rows)
+    with store.transaction() as rows:
+        result = queries.list_graphs(rows)
     emit(result, as_json, lambda: views.show_graph_list(result))
 
 
-def _graph_info(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _graph_info(store: Store, _options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.cli import graph_views
     from canopy.ops.graph_info import stored_graph_info
 
-    info = stored_graph_info(rows, positionals[0])
+    info = stored_graph_info(store, positionals[0])
     if info.asks_temporal():  # only then is the full operation's Temporal check needed
         from canopy.ops.graphs import with_consistency_warning
 
@@ -349,90 +344,90 @@ def _graph_info(rows: Rows, _options: Options, positionals: list[str], as_json: 
     emit(info.as_json(), as_json, lambda: graph_views.show_graph(info))
 
 
-def _graph_create(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+def _graph_create(store: Store, options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.cli.inputs import read_definition
     from canopy.ops import graphs
 
     definition = read_definition(_path(options["--file"]), options.get("--host"))
-    result = graphs.graph_create(rows, definition)
+    result = graphs.graph_create(store, definition)
     emit(result, as_json, lambda: views.show_created(result))
 
 
-def _graph_edit(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> None:
+def _graph_edit(store: Store, options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.cli.inputs import read_definition
     from canopy.ops import graphs
 
     changes = read_definition(_path(options.get("--file")), options.get("--host"))
-    result = graphs.graph_edit(rows, positionals[0], changes)
+    result = graphs.graph_edit(store, positionals[0], changes)
     emit(result, as_json, lambda: views.show_updated(result))
 
 
-def _graph_delete(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _graph_delete(store: Store, _options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.ops import graphs
 
-    result = graphs.graph_delete(rows, positionals[0])
+    result = graphs.graph_delete(store, positionals[0])
     emit(result, as_json, lambda: views.show_graph_deleted(result))
 
 
 # --------------------------------------------------------------------------- steering
 
 
-def _graph_continue(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> None:
+def _graph_continue(store: Store, options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.cli import steering
 
     mode = options.get("--mode", "recheck")
     node, spec = options.get("--node"), options.get("--spec")
-    steering.continue_run(rows, positionals[0], mode, node, spec, as_json)
+    steering.continue_run(store, positionals[0], mode, node, spec, as_json)
 
 
-def _graph_pause(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _graph_pause(store: Store, _options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.cli import steering
 
-    steering.pause(rows, positionals[0], as_json)
+    steering.pause(store, positionals[0], as_json)
 
 
-def _graph_stop(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _graph_stop(store: Store, _options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.cli import steering
 
-    steering.stop(rows, positionals[0], as_json)
+    steering.stop(store, positionals[0], as_json)
 
 
-def _graph_reset(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _graph_reset(store: Store, _options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.cli import steering
 
-    steering.reset(rows, positionals[0], as_json)
+    steering.reset(store, positionals[0], as_json)
 
 
 # --------------------------------------------------------------------------- sessions
 
 
-def _session_list(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+def _session_list(store: Store, options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.cli import session_views
-    from canopy.store import queries
+    from canopy.ops import sessions
 
-    result = {"sessions": queries.list_sessions(rows, include_finished="--all" in options)}
+    result = sessions.session_list(store, include_finished="--all" in options)
     emit(result, as_json, lambda: session_views.show_sessions(result))
 
 
-def _session_get(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> None:
+def _session_get(store: Store, options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.cli import session_views
-    from canopy.store import queries
+    from canopy.ops import sessions
 
     if "--transcript" in options:
         from canopy.ops.transcripts import session_transcript
 
-        result = session_transcript(rows, positionals[0])
+        result = session_transcript(store, positionals[0])
     else:
-        result = queries.find_session(rows, positionals[0], live_only=False)
+        result = sessions.session_get(store, positionals[0])
     emit(result, as_json, lambda: session_views.show_session(result))
 
 
-def _session_new(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+def _session_new(store: Store, options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.cli import session_views
     from canopy.ops import sessions
 
     result = sessions.session_new(
-        rows,
+        store,
         options["--platform"],
         options.get("--name"),
         options.get("--workdir"),
@@ -441,30 +436,30 @@ def _session_new(rows: Rows, options: Options, _positionals: list[str], as_json:
     emit(result, as_json, lambda: session_views.show_session(result))
 
 
-def _session_close(rows: Rows, _options: Options, positionals: list[str], as_json: bool) -> None:
+def _session_close(store: Store, _options: Options, positionals: list[str], as_json: bool) -> None:
     from canopy.cli import session_views
     from canopy.ops import sessions
 
-    result = sessions.session_close(rows, positionals[0])
+    result = sessions.session_close(store, positionals[0])
     emit(result, as_json, lambda: session_views.show_session(result))
 
 
-def _session_send(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> Then:
+def _session_send(store: Store, options: Options, positionals: list[str], as_json: bool) -> Then:
     from canopy.cli import sending
 
     wait = options.get("--wait")
     seconds = None if wait is None else float(wait)
     session, prompt = positionals
-    message = sending.store_message(rows, session, prompt, seconds)
-    return lambda: sending.deliver(rows, message, seconds, as_json)
+    message = sending.store_message(store, session, prompt, seconds)
+    return lambda: sending.deliver(store, message, seconds, as_json)
 
 
-def _session_resume(rows: Rows, options: Options, positionals: list[str], as_json: bool) -> Then:
+def _session_resume(store: Store, options: Options, positionals: list[str], as_json: bool) -> Then:
     from canopy.cli import sending
     from canopy.ops import sessions
 
     resumed = sessions.session_resume_either(
-        rows,
+        store,
         positionals[0] if positionals else None,
         options.get("--harness-conversation"),
         options.get("--platform"),
@@ -473,19 +468,19 @@ def _session_resume(rows: Rows, options: Options, positionals: list[str], as_jso
     return lambda: sending.wake_resumed(resumed, as_json)
 
 
-def _notifications(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+def _notifications(store: Store, options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.cli import session_views
     from canopy.ops import notifications
 
     limit = int(options.get("--limit", notifications.DEFAULT_LIMIT))
-    result = notifications.notifications_list(rows, limit)
+    result = notifications.notifications_list(store, limit)
     emit(result, as_json, lambda: session_views.show_notifications(result))
 
 
-def _usage(rows: Rows, options: Options, _positionals: list[str], as_json: bool) -> None:
+def _usage(store: Store, options: Options, _positionals: list[str], as_json: bool) -> None:
     from canopy.ops.usage import usage_report
 
-    result = usage_report(rows, options.get("--since"), options.get("--graph"))
+    result = usage_report(store, options.get("--since"), options.get("--graph"))
     emit(result, as_json, lambda: views.show_usage(result))
 
 

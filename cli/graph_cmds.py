@@ -1,6 +1,6 @@
 """``canopy graph …``: define graphs from JSON or TOML files, inspect them and their runs.
 
-The operations (SQLAlchemy, pydantic, the graph model) are imported by the commands that
+The operations (pydantic, the graph model) are imported by the commands that
 run them, so ``canopy graph --help`` does not load them.
 """
 

@@ -1,7 +1,7 @@
 """Entry point of the ``canopy`` console script.
 
 The store commands people and agents run most go through :mod:`canopy.cli.fastlane`
-(stdlib only, no typer, no SQLAlchemy, no temporalio); everything else builds the typer
+(no typer, no temporalio); everything else builds the typer
 app, which loads only the command it runs. Whatever happens, a
 failed command prints one line on stderr and exits 1: a refusal from any operation as
 ``error: <reason>``, anything else (a bug, the store refusing a racing write) as the one

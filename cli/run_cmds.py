@@ -1,6 +1,6 @@
 """``canopy graph run`` and ``canopy graph wait``: starting runs and waiting for them.
 
-Each command imports the run operations (SQLAlchemy, the Temporal SDK) when it runs, not
+Each command imports the run operations (the Temporal SDK) when it runs, not
 when ``canopy graph`` is built for its help.
 """
 

@@ -21,22 +21,17 @@ from canopy.ops.sessions import session_send
 
 if TYPE_CHECKING:
     from canopy.store.engine import Store
-    from canopy.store.queries import Rows
 
 
-def store_message(
-    store: Store | Rows, session: str, prompt: str, wait: float | None
-) -> dict[str, Any]:
+def store_message(store: Store, session: str, prompt: str, wait: float | None) -> dict[str, Any]:
     """Check ``--wait`` (a refused one must not leave a message behind), then queue the
-    prompt; the stored message, committed once the caller's transaction is."""
+    prompt; the stored message, committed."""
     if wait is not None:
         check_range(wait, WAIT_SECONDS, "--wait")
     return session_send(store, session, prompt)
 
 
-def deliver(
-    store: Store | Rows, message: dict[str, Any], wait: float | None, as_json: bool
-) -> None:
+def deliver(store: Store, message: dict[str, Any], wait: float | None, as_json: bool) -> None:
     """Wake the session's delivery for a committed message, wait up to ``wait`` seconds for
     it to leave the queue if asked, and print it."""
     import asyncio

@@ -1,6 +1,6 @@
 """``canopy session …`` and ``canopy notifications``: interactive sessions (DESIGN §8).
 
-The session operations (SQLAlchemy, the platforms) are imported when a command runs, not
+The session operations (the platforms) are imported when a command runs, not
 when ``canopy session`` is built for its help.
 """
 

@@ -16,33 +16,32 @@ from canopy.ops import control_checks as checks
 if TYPE_CHECKING:
     from canopy.ops.control_checks import Steering
     from canopy.store.engine import Store
-    from canopy.store.queries import Rows
 
 
 def continue_run(
-    store: Store | Rows, graph: str, mode: str, node: str | None, spec: str | None, as_json: bool
+    store: Store, graph: str, mode: str, node: str | None, spec: str | None, as_json: bool
 ) -> None:
     """``graph continue``: resume a paused graph."""
     steering = checks.check_continue(store, graph, mode, node, spec)
     _steer(store, f"continuing {graph}", steering, as_json)
 
 
-def pause(store: Store | Rows, graph: str, as_json: bool) -> None:
+def pause(store: Store, graph: str, as_json: bool) -> None:
     """``graph pause``: pause a running graph at the next spec boundary."""
     _steer(store, f"pausing {graph}", checks.check_pause(store, graph), as_json)
 
 
-def stop(store: Store | Rows, graph: str, as_json: bool) -> None:
+def stop(store: Store, graph: str, as_json: bool) -> None:
     """``graph stop``: kill the node in flight, mark its spec interrupted and pause."""
     _steer(store, f"stopping {graph}", checks.check_stop(store, graph), as_json)
 
 
-def reset(store: Store | Rows, graph: str, as_json: bool) -> None:
+def reset(store: Store, graph: str, as_json: bool) -> None:
     """``graph reset``: return the graph to idle."""
     _steer(store, f"resetting {graph}", checks.check_reset(store, graph), as_json)
 
 
-def _steer(store: Store | Rows, doing: str, steering: Steering, as_json: bool) -> None:
+def _steer(store: Store, doing: str, steering: Steering, as_json: bool) -> None:
     """Carry out a checked command with a spinner on stderr, then print its outcome."""
     import asyncio
 

@@ -1,8 +1,9 @@
-"""The store as the typer commands open it: SQLAlchemy is imported when a command runs.
+"""The store as the typer commands open it: the store module is imported when a command
+runs.
 
 A command module is imported to build its command, for ``canopy spec --help`` as much as
 for ``canopy spec get``; importing :mod:`canopy.store.engine` there would make every
-``--help`` pay for SQLAlchemy (about ten bare interpreter starts).
+``--help`` load the database driver it never uses.
 """
 
 from __future__ import annotations

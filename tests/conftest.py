@@ -7,13 +7,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
-from sqlalchemy import create_engine, text
 
 from canopy.backlog.specformat import SECTION_NAMES, render_tagged
-from canopy.store import engine
+from canopy.store import drivers, engine
 from canopy.store.engine import Store
-from canopy.store.models import Base
+from canopy.store.queries import Rows, stored_json
+from canopy.timefmt import stored_time
 
 pytest_plugins = ["tests.engine"]
 
@@ -23,11 +24,9 @@ BACKENDS = ["sqlite", "postgres"] if POSTGRES_URL else ["sqlite"]
 
 def reset_postgres(url: str) -> None:
     """An empty public schema, so each test migrates a fresh database."""
-    engine = create_engine(url)
-    with engine.begin() as connection:
-        connection.execute(text("DROP SCHEMA public CASCADE"))
-        connection.execute(text("CREATE SCHEMA public"))
-    engine.dispose()
+    with psycopg.connect(drivers.target_of(url).address) as connection:
+        connection.execute("DROP SCHEMA public CASCADE")
+        connection.execute("CREATE SCHEMA public")
 
 
 TEMPORAL_CONFIG_FILE = "TEMPORAL_CONFIG_FILE"
@@ -123,12 +122,58 @@ def make_specs(store: Store, *names: str) -> list[str]:
     return [specs.spec_create(store, name, body(f"{name} summary"))["id"] for name in names]
 
 
+TABLES = (
+    "specs",
+    "queues",
+    "queue_members",
+    "graphs",
+    "graph_specs",
+    "runs",
+    "node_runs",
+    "run_specs",
+    "hook_runs",
+    "sessions",
+    "messages",
+    "notifications",
+)
+"""Every table of the store but alembic's own."""
+
+
 def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table, to prove a refused operation wrote nothing."""
-    with store.engine.connect() as connection:
+    with store.transaction() as rows:
         return {
-            table.name: sorted(
-                (tuple(str(v) for v in row) for row in connection.execute(table.select())),
+            table: sorted(
+                tuple(str(value) for value in row.values())
+                for row in rows(f"SELECT * FROM {table}", {})
             )
-            for table in Base.metadata.sorted_tables
+            for table in TABLES
         }
+
+
+def insert(rows: Rows, table: str, **columns: Any) -> None:
+    """One row of ``table``, as the engine would have written it (a test's setup)."""
+    values = ", ".join(f":{name}" for name in columns)
+    rows(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({values})", columns)
+
+
+def graph_state(store: Store, graph_id: str) -> dict[str, Any]:
+    """The graph's ``status``, ``blocker`` (decoded) and ``updated_at`` (a datetime), read
+    fresh."""
+    with store.transaction() as rows:
+        (row,) = rows(
+            "SELECT status, CAST(blocker AS TEXT) AS blocker, updated_at FROM graphs"
+            " WHERE id = :id",
+            {"id": graph_id},
+        )
+    return {
+        "status": row["status"],
+        "blocker": stored_json(row["blocker"]),
+        "updated_at": stored_time(row["updated_at"]),
+    }
+
+
+def update(rows: Rows, table: str, row_id: Any, **columns: Any) -> None:
+    """Set ``columns`` of the row of ``table`` whose id is ``row_id`` (a test's setup)."""
+    assigned = ", ".join(f"{name} = :{name}" for name in columns)
+    rows(f"UPDATE {table} SET {assigned} WHERE id = :row_id", {**columns, "row_id": row_id})

@@ -18,7 +18,6 @@ from typing import Any, TypeVar, overload
 
 import pytest
 import pytest_asyncio
-from sqlalchemy import select
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.client import Client
@@ -30,7 +29,6 @@ from canopy import worker
 from canopy.ops import graphs, queues, runs
 from canopy.search_attributes import SEARCH_ATTRIBUTES
 from canopy.store.engine import Store, open_store
-from canopy.store.models import NodeRun
 from canopy.temporal import client as temporal_client
 
 T = TypeVar("T")
@@ -219,11 +217,13 @@ async def eventually(check: Callable[[], Any], what: str, timeout: float = 60.0)
 
 def node_run_of(store: Store, spec_id: str, status: str | None = None) -> int | None:
     """The id of a node run of ``spec_id`` (in ``status``, if given), or ``None`` yet."""
-    query = select(NodeRun.id).where(NodeRun.spec_id == spec_id)
-    if status is not None:
-        query = query.where(NodeRun.status == status)
-    with store.transaction() as db:
-        return db.scalar(query.order_by(NodeRun.id.desc()))
+    which = "" if status is None else " AND status = :status"
+    with store.transaction() as rows:
+        found = rows(
+            f"SELECT id FROM node_runs WHERE spec_id = :spec_id{which} ORDER BY id DESC LIMIT 1",
+            {"spec_id": spec_id, "status": status},
+        )
+    return int(found[0]["id"]) if found else None
 
 
 def make_graph(

@@ -3,7 +3,6 @@ a retry whose first attempt's result was lost (a server outage, a killed worker)
 earlier write."""
 
 import pytest
-from sqlalchemy import func, select
 
 from canopy.activities.bookkeeping import RunRecords
 from canopy.contracts.graph_run import (
@@ -18,11 +17,10 @@ from canopy.graphs.nodemodels import AgentNode, CommandNode, Node
 from canopy.ids import new_id
 from canopy.ops import graphs
 from canopy.store.engine import Store
-from canopy.store.models import NodeRun, Run, RunSpec, Spec
 from canopy.temporal.client import this_host
 from canopy.timefmt import utcnow
 from canopy.workdir import WorktreeState
-from tests.conftest import make_specs
+from tests.conftest import insert, make_specs
 
 CLEAN = WorktreeState(dirty_paths=[], dirty_count=0)
 
@@ -31,24 +29,25 @@ def a_run(store: Store) -> str:
     """A recorded run of a one-node graph (no workflow needed to record node runs)."""
     graph = graphs.graph_create(store, {"name": "g", "nodes": [{"name": "n", "command": "true"}]})
     run_id = new_id("run")
-    with store.transaction() as db:
-        db.add(
-            Run(
-                id=run_id,
-                graph_id=graph["id"],
-                number=1,
-                workdir="/tmp",
-                workflow_id="w",
-                status="running",
-                started_at=utcnow(),
-            )
+    with store.transaction() as rows:
+        insert(
+            rows,
+            "runs",
+            id=run_id,
+            graph_id=graph["id"],
+            number=1,
+            workdir="/tmp",
+            workflow_id="w",
+            status="running",
+            started_at=utcnow(),
         )
     return run_id
 
 
 def node_runs(store: Store) -> int:
-    with store.transaction() as db:
-        return db.scalar(select(func.count()).select_from(NodeRun)) or 0
+    with store.transaction() as rows:
+        (counted,) = rows("SELECT COUNT(*) AS n FROM node_runs", {})
+    return int(counted["n"])
 
 
 def a_dispatch(
@@ -77,10 +76,13 @@ def refuse_to_guard(workdir: str) -> WorktreeState:
 
 
 def passages(store: Store) -> list[tuple[str | None, str]]:
-    with store.transaction() as db:
-        query = select(RunSpec.outcome, Spec.status).join(Spec, Spec.id == RunSpec.spec_id)
-        rows = db.execute(query.order_by(RunSpec.id))
-        return [(outcome, status) for outcome, status in rows]
+    with store.transaction() as rows:
+        found = rows(
+            "SELECT p.outcome, s.status FROM run_specs p JOIN specs s ON s.id = p.spec_id"
+            " ORDER BY p.id",
+            {},
+        )
+    return [(row["outcome"], row["status"]) for row in found]
 
 
 def test_a_retried_launch_finds_its_node_run_whatever_the_tree(home_store: Store) -> None:
@@ -108,9 +110,12 @@ def test_a_launch_records_its_platform_and_host_before_the_node_runs(home_store:
         records.open_launch(a_dispatch(run_id, alpha, "wf/1", node=agent), refuse_to_guard),
         records.open_launch(a_dispatch(run_id, beta, "wf/2"), refuse_to_guard),
     ]
-    with home_store.transaction() as db:
-        recorded = [db.get_one(NodeRun, node_run) for node_run in launched]
-        found = [(n.status, n.platform, n.host) for n in recorded]
+    with home_store.transaction() as rows:
+        recorded = [
+            rows("SELECT status, platform, host FROM node_runs WHERE id = :id", {"id": node_run})
+            for node_run in launched
+        ]
+    found = [(n["status"], n["platform"], n["host"]) for (n,) in recorded]
     assert found == [("running", "codex", this_host()), ("running", None, this_host())]
 
 
@@ -129,8 +134,9 @@ def test_a_retried_close_closes_one_passage(home_store: Store, outcome: SpecOutc
     run_id = a_run(home_store)
     (spec,) = make_specs(home_store, "alpha")
     RunRecords(home_store).open_launch(a_dispatch(run_id, spec, "wf/1"), refuse_to_guard)
-    with home_store.transaction() as db:
-        graph_id = db.get_one(Run, run_id).graph_id
+    with home_store.transaction() as rows:
+        (run,) = rows("SELECT graph_id FROM runs WHERE id = :id", {"id": run_id})
+    graph_id = run["graph_id"]
     request = SpecClose(
         run_id=run_id,
         graph_id=graph_id,
@@ -150,8 +156,9 @@ def test_a_retried_close_closes_one_passage(home_store: Store, outcome: SpecOutc
 def test_a_stop_before_any_claim_closes_nothing(home_store: Store) -> None:
     run_id = a_run(home_store)
     (spec,) = make_specs(home_store, "alpha")
-    with home_store.transaction() as db:
-        graph_id = db.get_one(Run, run_id).graph_id
+    with home_store.transaction() as rows:
+        (run,) = rows("SELECT graph_id FROM runs WHERE id = :id", {"id": run_id})
+    graph_id = run["graph_id"]
     request = SpecClose(
         run_id=run_id,
         graph_id=graph_id,

@@ -12,23 +12,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
-from sqlalchemy.exc import IntegrityError, OperationalError
 from temporalio.client import Client, WorkflowHandle
 from typer.core import TyperGroup
 
 from canopy.cli.app import COMMANDS, load_command
-from canopy.errors import unexpected_error_line
+from canopy.errors import STORE_RACE, unexpected_error_line
 from canopy.ops import runs, sessions
-from canopy.ops.common import rows_of
 from canopy.ops.notifications import notify
 from canopy.ops.session_wake import wait_for_delivery
 from canopy.store.engine import Store
-from canopy.store.models import Graph, NodeRun, Run
 from canopy.temporal import client as temporal_client
 from canopy.timefmt import utcnow
 from tests.cli_helpers import Result, canopy_env, run_canopy
-from tests.conftest import body, make_specs, snapshot
+from tests.conftest import body, insert, make_specs, snapshot, update
 from tests.engine import eventually, make_graph, node_run_of
 from tests.test_graphs import example
 
@@ -379,7 +377,7 @@ def on_fast_lane(
 def on_full_path(
     home: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
 ) -> Result:
-    """``canopy ARGS`` through typer and SQLAlchemy: a ``CANOPY_DB_URL`` naming the same
+    """``canopy ARGS`` through typer: a ``CANOPY_DB_URL`` naming the same
     SQLite file turns the fast lane off."""
     url = f"sqlite:///{home / 'canopy.db'}"
     return run_canopy(home, *args, stdin=stdin, env={"CANOPY_DB_URL": url, **(env or {})})
@@ -453,8 +451,8 @@ def test_graph_info_of_a_running_graph_asks_temporal_on_both_paths(home: Path) -
     definition = json.dumps(example(name="stuck"))
     graph = ok(run_canopy(home, "graph", "create", "-f", "-", "--json", stdin=definition)).json()
     store = Store(f"sqlite:///{home / 'canopy.db'}")
-    with store.transaction() as db:
-        db.get_one(Graph, graph["id"]).status = "running"
+    with store.transaction() as rows:
+        update(rows, "graphs", graph["id"], status="running")
     store.close()
     fast = ok(run_canopy(home, "graph", "info", "stuck", "--json"))
     assert "has no active run" in fast.json()["consistency_warning"]
@@ -500,20 +498,20 @@ def force_graph(home: Path, graph_id: str, status: str, run_status: str | None =
     """Leave a graph ``status`` with a blocker, and optionally with an active run, as the
     engine would have (the run's workflow is not in Temporal)."""
     store = Store(f"sqlite:///{home / 'canopy.db'}")
-    with store.transaction() as db:
-        graph = db.get_one(Graph, graph_id)
-        graph.status, graph.blocker = status, {"kind": status, "message": f"left {status}"}
+    with store.transaction() as rows:
+        blocker = {"kind": status, "message": f"left {status}"}
+        update(rows, "graphs", graph_id, status=status, blocker=blocker)
         if run_status is not None:
-            db.add(
-                Run(
-                    id=f"run-{graph_id[6:]}",
-                    graph_id=graph_id,
-                    number=1,
-                    workdir="/w",
-                    workflow_id=f"wf-{graph_id}",
-                    status=run_status,
-                    started_at=utcnow(),
-                )
+            insert(
+                rows,
+                "runs",
+                id=f"run-{graph_id[6:]}",
+                graph_id=graph_id,
+                number=1,
+                workdir="/w",
+                workflow_id=f"wf-{graph_id}",
+                status=run_status,
+                started_at=utcnow(),
             )
     store.close()
 
@@ -786,43 +784,40 @@ def block_with_a_paused_run(home: Path, graph_id: str) -> None:
     notifications to show, as the engine would have written them."""
     store = Store(f"sqlite:///{home / 'canopy.db'}")
     now = utcnow()
-    with store.transaction() as db:
-        db.get_one(Graph, graph_id).blocker = {
-            "kind": "queue_failed",
-            "message": "1 spec failed",
-            "failed_specs": ["spec-x"],
-        }
-        db.add(
-            Run(
-                id="run-paused0001",
-                graph_id=graph_id,
-                number=1,
-                workdir="/w",
-                workflow_id="wf",
-                status="paused",
-                started_at=now,
-            )
+    with store.transaction() as rows:
+        blocker = {"kind": "queue_failed", "message": "1 spec failed", "failed_specs": ["spec-x"]}
+        update(rows, "graphs", graph_id, blocker=blocker)
+        insert(
+            rows,
+            "runs",
+            id="run-paused0001",
+            graph_id=graph_id,
+            number=1,
+            workdir="/w",
+            workflow_id="wf",
+            status="paused",
+            started_at=now,
         )
         for text in ("first \x1b[31m", "second"):
-            notify(rows_of(db), "session_not_found", text)
-        db.flush()  # the run first: the node run refers to it
-        db.add(
-            NodeRun(
-                run_id="run-paused0001",
-                spec_id="spec-x",
-                node="implement",
-                platform="claude",
-                status="succeeded",
-                started_at=now,
-                ended_at=now,
-                input_tokens=1200,
-                output_tokens=340,
-                cache_read_tokens=5000,
-                cost_usd=0.25,
-                turns=3,
-                duration_ms=4500,
-                model="claude-opus",
-            )
+            notify(rows, "session_not_found", text)
+        insert(
+            rows,
+            "node_runs",
+            run_id="run-paused0001",
+            spec_id="spec-x",
+            node="implement",
+            visit=1,
+            platform="claude",
+            status="succeeded",
+            started_at=now,
+            ended_at=now,
+            input_tokens=1200,
+            output_tokens=340,
+            cache_read_tokens=5000,
+            cost_usd=0.25,
+            turns=3,
+            duration_ms=4500,
+            model="claude-opus",
         )
     store.close()
 
@@ -951,19 +946,21 @@ def stored_rows(home: Path, known: set[str]) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize(
-    "error",
+    ("error", "race"),
     [
-        sqlite3.IntegrityError("UNIQUE constraint failed: queues.name"),
-        sqlite3.OperationalError("database is locked"),
-        sqlite3.OperationalError("no such table: specs"),
+        (sqlite3.IntegrityError("UNIQUE constraint failed: queues.name"), True),
+        (sqlite3.OperationalError("database is locked"), True),
+        (sqlite3.OperationalError("no such table: specs"), False),
+        (psycopg.errors.UniqueViolation("duplicate key value violates unique constraint"), True),
+        (psycopg.errors.DeadlockDetected("deadlock detected"), True),
+        (psycopg.OperationalError("connection failed: Connection refused"), False),
     ],
 )
-def test_store_errors_read_alike_on_both_paths(error: sqlite3.Error) -> None:
-    """The fast lane meets sqlite3's errors as they are; the full path, wrapped by
-    SQLAlchemy. A lost race must say "try again" on both."""
-    wrapper = IntegrityError if isinstance(error, sqlite3.IntegrityError) else OperationalError
+def test_store_errors_read_as_the_store_s(error: Exception, race: bool) -> None:
+    """The store's errors come from its driver, sqlite3 or psycopg, as they are: a lost
+    race must say "try again", and no store error reads as an internal error."""
     line = unexpected_error_line(error)
-    assert line == unexpected_error_line(wrapper("UPDATE", {}, error))
+    assert line.startswith(STORE_RACE if race else "the store could not be used: "), line
     assert not line.startswith("internal error")
 
 

@@ -19,19 +19,21 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote, urlsplit
 
 import jsonschema
+import psycopg
 import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
-from sqlalchemy import create_engine, make_url, text
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.testing import WorkflowEnvironment
 
 from canopy.search_attributes import SEARCH_ATTRIBUTES
+from canopy.store import drivers
 from canopy.store.engine import Store
 from tests.engine import TEMPORAL_BIN
 
@@ -387,48 +389,49 @@ STORE_INIT_SCRIPT = ROOT / "deploy" / "postgres" / "10-canopy-store.sh"
 def test_the_store_init_script_creates_a_database_its_user_owns() -> None:
     """What the postgres image runs on first start, run here against CI's Postgres: the
     new user can create Canopy's tables in the new database, and nothing else is needed."""
-    server = make_url(os.environ["CANOPY_TEST_DB_URL"])
+    server = urlsplit(os.environ["CANOPY_TEST_DB_URL"])
     suffix = os.getpid()
     name, user = f"canopy_init_{suffix}", f"canopy_init_user_{suffix}"
-    admin = create_engine(server.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    secret = "it's a 'quoted' secret"
+    admin = psycopg.connect(
+        drivers.target_of(server._replace(path="/postgres").geturl()).address, autocommit=True
+    )
     try:
         result = subprocess.run(
             ["/bin/sh", str(STORE_INIT_SCRIPT)],
             env={
                 "PATH": os.environ["PATH"],
-                "PGHOST": server.host or "127.0.0.1",
+                "PGHOST": server.hostname or "127.0.0.1",
                 "PGPORT": str(server.port or 5432),
-                "PGPASSWORD": server.password or "",
-                "POSTGRES_USER": server.username or "postgres",
+                "PGPASSWORD": unquote(server.password or ""),
+                "POSTGRES_USER": unquote(server.username or "postgres"),
                 "CANOPY_DB_NAME": name,
                 "CANOPY_DB_USER": user,
-                "CANOPY_DB_PASSWORD": "it's a 'quoted' secret",
+                "CANOPY_DB_PASSWORD": secret,
             },
             capture_output=True,
             text=True,
             timeout=60,
         )
         assert result.returncode == 0, result.stdout + result.stderr
-        store = Store(
-            server.set(
-                username=user, password="it's a 'quoted' secret", database=name
-            ).render_as_string(hide_password=False)
-        )
+        host = server.netloc.rpartition("@")[2]
+        login = f"{user}:{quote(secret, safe='')}@{host}"
+        store = Store(server._replace(netloc=login, path=f"/{name}").geturl())
         try:
-            with store.transaction() as db:
-                owner = db.execute(
-                    text("SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = :n"),
+            with store.transaction() as rows:
+                (owner,) = rows(
+                    "SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = :n",
                     {"n": name},
-                ).scalar_one()
-                assert owner == user
-                assert db.execute(text("SELECT count(*) FROM alembic_version")).scalar_one() == 1
+                )
+                assert owner["owner"] == user
+                (versions,) = rows("SELECT count(*) AS n FROM alembic_version", {})
+                assert versions["n"] == 1
         finally:
             store.close()
     finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            connection.execute(text(f'DROP ROLE IF EXISTS "{user}"'))
-        admin.dispose()
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'DROP ROLE IF EXISTS "{user}"')
+        admin.close()
 
 
 # --- The worker's Dockerfile ----------------------------------------------------------------

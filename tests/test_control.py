@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from sqlalchemy import select
 from temporalio import workflow
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
@@ -27,12 +26,12 @@ from canopy.errors import Refused
 from canopy.ids import new_id
 from canopy.ops import control, graphs, queues, runs, specs
 from canopy.store.engine import Store
-from canopy.store.models import Graph, Run, Spec
+from canopy.store.queries import Row
 from canopy.temporal import client as temporal_client
 from canopy.timefmt import utcnow
 from canopy.workflows.progress import RunProgress
 from tests.cli_helpers import run_canopy
-from tests.conftest import make_specs, snapshot
+from tests.conftest import insert, make_specs, snapshot, update
 from tests.engine import eventually, make_graph, node_run_of, running_workers
 
 WORKDIR = "/srv/app"
@@ -52,13 +51,15 @@ def force(
     workflow_id: str = "canopy-test-run-1",
 ) -> str | None:
     """Put a graph (and optionally an active run) into a state without running anything."""
-    with store.transaction() as db:
-        row = db.get_one(Graph, graph)
-        row.status, row.blocker = status, blocker
+    with store.transaction() as rows:
+        update(rows, "graphs", graph, status=status, blocker=blocker)
         if run_status is None:
             return None
-        run = Run(
-            id=new_id("run"),
+        run_id = new_id("run")
+        insert(
+            rows,
+            "runs",
+            id=run_id,
             graph_id=graph,
             number=1,
             queue_id=queue_id,
@@ -67,13 +68,12 @@ def force(
             status=run_status,
             started_at=utcnow(),
         )
-        db.add(run)
-        return run.id
+        return run_id
 
 
 def set_spec_status(store: Store, spec_id: str, status: str) -> None:
-    with store.transaction() as db:
-        db.get_one(Spec, spec_id).status = status
+    with store.transaction() as rows:
+        update(rows, "specs", spec_id, status=status)
 
 
 Command = Callable[[Store, str], Awaitable[dict[str, Any]]]
@@ -366,23 +366,24 @@ async def test_a_paused_graph_is_steered_while_no_worker_runs_and_goes_on_when_o
     dirty = {"name": "work", "command": f"test {{{{spec_id}}}} != {a} || echo x > scratch.txt"}
     graph = make_graph(store, repo, [dirty], specs=[a, b])
     await runs.graph_run(store, graph)
-    await until(store, graph, lambda row: row.status == "paused")
+    await until(store, graph, lambda row: row["status"] == "paused")
     await stoppable()
     (repo / "scratch.txt").unlink()
     result = await control.graph_continue(store, graph, wait=1)
     assert result["status"] == "paused"
     assert result["note"].startswith("signal queued: no worker is serving")
     async with running_workers(temporal_env.client):  # the same task queues
-        await until(store, graph, lambda row: row.status == "completed")
+        await until(store, graph, lambda row: row["status"] == "completed")
     assert specs.spec_get(store, b)["status"] == "completed"
 
 
-async def until(store: Store, graph: str, predicate: Callable[[Graph], bool]) -> None:
+async def until(store: Store, graph: str, predicate: Callable[[Row], bool]) -> None:
     """Wait until the graph's store row satisfies ``predicate``."""
 
     def satisfied() -> bool:
-        with store.transaction() as db:
-            return predicate(db.get_one(Graph, graph))
+        with store.transaction() as rows:
+            (row,) = rows("SELECT * FROM graphs WHERE id = :id", {"id": graph})
+        return predicate(row)
 
     await eventually(satisfied, "the graph", WAIT)
 
@@ -461,8 +462,9 @@ async def test_a_run_that_reports_nothing_in_flight_gets_a_warning_unless_a_resu
         assert (await graphs.graph_get_async(home_store, graph))["consistency_warning"] is None
 
         await handle.signal(StubRun.answer, idle)
-        with home_store.transaction() as db:
-            db.scalars(select(Run)).one().scheduled_resume_at = resume_at
+        with home_store.transaction() as rows:
+            (run,) = rows("SELECT id FROM runs", {})
+            update(rows, "runs", run["id"], scheduled_resume_at=resume_at)
         info = await graphs.graph_get_async(home_store, graph)
         assert info["consistency_warning"] is None, "the store's scheduled resume counts too"
         assert info["scheduled_resume_at"] == "2031-05-04T03:02:01.000000Z"

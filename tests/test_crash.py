@@ -11,13 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
 
 from canopy.ops import graphs, queues, runs, sessions, specs
 from canopy.ops.session_wake import send_message, wait_for_delivery
 from canopy.sessions.transcripts import read_turns
 from canopy.store.engine import Store, open_store
-from canopy.store.models import HookRun, NodeRun, RunSpec
 from canopy.temporal import client as temporal_client
 from tests.conftest import body
 from tests.daemons import TIMEOUT, Daemons
@@ -66,14 +64,13 @@ def implement_commits(repo: Path) -> list[str]:
 
 
 def completed_passages(store: Store, run_id: str) -> list[str]:
-    with store.transaction() as db:
-        return list(
-            db.scalars(
-                select(RunSpec.spec_id)
-                .where(RunSpec.run_id == run_id, RunSpec.outcome == "completed")
-                .order_by(RunSpec.id)
-            )
+    with store.transaction() as rows:
+        found = rows(
+            "SELECT spec_id FROM run_specs WHERE run_id = :run_id AND outcome = 'completed'"
+            " ORDER BY id",
+            {"run_id": run_id},
         )
+    return [row["spec_id"] for row in found]
 
 
 async def heartbeat_carrying(workflow_id: str, session_id: str) -> None:
@@ -175,13 +172,12 @@ async def test_a_restarted_dev_server_keeps_delivering(
 
 def node_runs_of(store: Store, spec_id: str) -> list[tuple[str, str | None]]:
     """(status, harness session) of each node run of ``spec_id``, oldest first."""
-    with store.transaction() as db:
-        rows = db.execute(
-            select(NodeRun.status, NodeRun.harness_session_id)
-            .where(NodeRun.spec_id == spec_id)
-            .order_by(NodeRun.id)
-        ).all()
-    return [(status, harness) for status, harness in rows]
+    with store.transaction() as rows:
+        found = rows(
+            "SELECT status, harness_session_id FROM node_runs WHERE spec_id = :spec_id ORDER BY id",
+            {"spec_id": spec_id},
+        )
+    return [(row["status"], row["harness_session_id"]) for row in found]
 
 
 def command_graph(store: Store, repo: Path, command: str) -> tuple[str, str]:
@@ -241,9 +237,9 @@ async def test_a_server_outage_neither_kills_nor_repeats_a_node(
 
 def hook_runs(store: Store) -> list[tuple[str, str | None]]:
     """(status, error) of every hook run, oldest first."""
-    with store.transaction() as db:
-        rows = db.execute(select(HookRun.status, HookRun.error).order_by(HookRun.id)).all()
-    return [(status, error) for status, error in rows]
+    with store.transaction() as rows:
+        found = rows("SELECT status, error FROM hook_runs ORDER BY id", {})
+    return [(row["status"], row["error"]) for row in found]
 
 
 @pytest.mark.parametrize("mode", ["command", "agent"])

@@ -6,10 +6,9 @@ from pathlib import Path
 import pytest
 
 from canopy.store.engine import Store
-from canopy.store.models import Graph, HookRun
 from canopy.timefmt import utcnow
 from tests.cli_helpers import run_canopy
-from tests.conftest import snapshot
+from tests.conftest import insert, snapshot, update
 from tests.test_cli import create_spec, imported_modules, ok, refused
 from tests.test_graphs import INFO_KEYS, example
 
@@ -185,20 +184,20 @@ def test_graph_info_shows_stored_parts_exactly_as_stored(home: Path) -> None:
         {"prompt": "Look.", "target_session_name": "watcher"},
     ]
     store = Store(f"sqlite:///{home / 'canopy.db'}")
-    with store.transaction() as db:
-        graph = db.query(Graph).one()
-        graph.blocker = blocker
+    with store.transaction() as rows:
+        (graph,) = rows("SELECT id FROM graphs", {})
+        update(rows, "graphs", graph["id"], blocker=blocker)
         for index, hook in enumerate(hooks):
-            db.add(
-                HookRun(
-                    graph_id=graph.id,
-                    event="on_completed",
-                    hook_index=index,
-                    hook_config=hook,
-                    status="succeeded",
-                    fire_key=f"fired-{index}",
-                    started_at=utcnow(),
-                )
+            insert(
+                rows,
+                "hook_runs",
+                graph_id=graph["id"],
+                event="on_completed",
+                hook_index=index,
+                hook_config=hook,
+                status="succeeded",
+                fire_key=f"fired-{index}",
+                started_at=utcnow(),
             )
     store.close()
     info = ok(run_canopy(home, "graph", "info", "build", "--json")).json()

@@ -14,17 +14,15 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from sqlalchemy import select
 from temporalio.client import Client
 
 from canopy.ops import runs
 from canopy.ops.logs import GraphLogs
 from canopy.paths import run_log_dir
 from canopy.store.engine import Store
-from canopy.store.models import NodeRun
 from canopy.timefmt import utcnow
 from tests.cli_helpers import canopy_env, run_canopy
-from tests.conftest import make_specs
+from tests.conftest import insert, make_specs
 from tests.engine import eventually, fake_node, make_graph, node_run_of
 from tests.test_graphs import insert_run
 
@@ -166,19 +164,21 @@ def test_each_look_reads_on_from_the_last_one_as_node_runs_start_and_end(
     logs = GraphLogs(home_store, "build")
 
     def launch(node: str) -> Path:
-        with home_store.transaction() as db:
-            row = NodeRun(
-                run_id=run_id, spec_id=spec, node=node, status="running", started_at=utcnow()
+        with home_store.transaction() as rows:
+            (row,) = rows(
+                "INSERT INTO node_runs (run_id, spec_id, node, visit, status, started_at)"
+                " VALUES (:run_id, :spec_id, :node, 1, 'running', :now) RETURNING id",
+                {"run_id": run_id, "spec_id": spec, "node": node, "now": utcnow()},
             )
-            db.add(row)
-            db.flush()
-            node_run_id = row.id
-        return run_log_dir(run_id, "nodes", node_run_id) / "output.log"
+        return run_log_dir(run_id, "nodes", row["id"]) / "output.log"
 
     def end(node: str, log: Path) -> None:
-        with home_store.transaction() as db:
-            row = db.scalars(select(NodeRun).where(NodeRun.node == node)).one()
-            row.status, row.log_path, row.ended_at = "succeeded", str(log), utcnow()
+        with home_store.transaction() as rows:
+            rows(
+                "UPDATE node_runs SET status = 'succeeded', log_path = :log, ended_at = :now"
+                " WHERE node = :node",
+                {"log": str(log), "now": utcnow(), "node": node},
+            )
 
     def look(**kwargs: bool) -> list[tuple[str, list[str], bool, bool]]:
         return [(n.node_run.node, n.lines, n.first, n.last) for n in logs.look(**kwargs)]
@@ -229,20 +229,20 @@ def test_logs_are_read_only_under_the_logs_dir_and_escaped_when_printed(
     inside.write_text("\x1b]0;pwned\x07 hello\n")
     elsewhere = run_log_dir(run_id, "nodes", 3) / "output.log"
     recorded = [(secret, None), (inside, None), (None, "elsewhere"), (None, None)]
-    with home_store.transaction() as db:
+    with home_store.transaction() as rows:
         for node_run_id, (path, host) in enumerate(recorded, start=1):
-            db.add(
-                NodeRun(
-                    id=node_run_id,
-                    run_id=run_id,
-                    spec_id=spec,
-                    node="check",
-                    visit=node_run_id,
-                    status="succeeded" if path else "failed",
-                    log_path=str(path) if path else None,
-                    host=host,
-                    started_at=utcnow(),
-                )
+            insert(
+                rows,
+                "node_runs",
+                id=node_run_id,
+                run_id=run_id,
+                spec_id=spec,
+                node="check",
+                visit=node_run_id,
+                status="succeeded" if path else "failed",
+                log_path=str(path) if path else None,
+                host=host,
+                started_at=utcnow(),
             )
     found = GraphLogs(home_store, "build").look(to_the_end=True)
     assert [piece.lines for piece in found] == [

@@ -3,21 +3,19 @@
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
 from temporalio.client import Client
 
 from canopy.activities import nodes
-from canopy.activities.bookkeeping import load_step, stored_graph
+from canopy.activities.bookkeeping import load_step
 from canopy.cli import graph_views
 from canopy.contracts.graph_run import MAX_NODE_TIMEOUT_MINUTES, NodeLaunch
 from canopy.errors import Refused
 from canopy.ops import graphs, queues, runs, specs
-from canopy.ops.common import sql_transaction
 from canopy.store.engine import Store
-from canopy.store.models import Graph, NodeRun, Run, RunSpec
+from canopy.store.queries import graph_record
 from canopy.temporal import client as temporal_client
 from tests import engine
-from tests.conftest import make_specs, snapshot
+from tests.conftest import make_specs, snapshot, update
 from tests.engine import fake_node, make_graph, settle
 
 pytestmark = pytest.mark.server
@@ -29,23 +27,21 @@ store = engine.home_store
 
 def node_trail(store: Store, run_id: str) -> list[tuple[str, str, str]]:
     """(spec, node, status) of every node run, in launch order."""
-    with store.transaction() as db:
-        rows = db.execute(
-            select(NodeRun.spec_id, NodeRun.node, NodeRun.status)
-            .where(NodeRun.run_id == run_id)
-            .order_by(NodeRun.id)
-        ).all()
-    return [(spec, node, status) for spec, node, status in rows]
+    with store.transaction() as rows:
+        found = rows(
+            "SELECT spec_id, node, status FROM node_runs WHERE run_id = :run_id ORDER BY id",
+            {"run_id": run_id},
+        )
+    return [(row["spec_id"], row["node"], row["status"]) for row in found]
 
 
 def outcomes(store: Store, run_id: str) -> list[tuple[str, str | None]]:
-    with store.transaction() as db:
-        rows = db.execute(
-            select(RunSpec.spec_id, RunSpec.outcome)
-            .where(RunSpec.run_id == run_id)
-            .order_by(RunSpec.id)
-        ).all()
-    return [(spec, outcome) for spec, outcome in rows]
+    with store.transaction() as rows:
+        found = rows(
+            "SELECT spec_id, outcome FROM run_specs WHERE run_id = :run_id ORDER BY id",
+            {"run_id": run_id},
+        )
+    return [(row["spec_id"], row["outcome"]) for row in found]
 
 
 IMPLEMENT = fake_node(
@@ -153,8 +149,8 @@ async def test_the_launch_guard_refuses_dirty_trees_non_repos_and_second_runs(
     (repo / "scratch.txt").unlink()
     with pytest.raises(Refused, match="is not a git work tree"):
         await runs.graph_run(store, graph, workdir=str(tmp_path))
-    with store.transaction() as db:
-        assert db.scalars(select(Run)).all() == []
+    with store.transaction() as rows:
+        assert rows("SELECT id FROM runs", {}) == []
     first = await runs.graph_run(store, graph)
     with pytest.raises(Refused, match=f"already has an active run {first['run_id']}"):
         await runs.graph_run(store, graph)
@@ -248,12 +244,12 @@ async def test_an_absurd_stored_timeout_cannot_wedge_the_run(
 ) -> None:
     (spec,) = make_specs(store, "alpha")
     graph = make_graph(store, repo, [{"name": "check", "command": "true"}], specs=[spec])
-    with store.transaction() as db:  # stored before timeouts were validated
-        row = db.get_one(Graph, graph)
-        row.nodes = [{**row.nodes[0], "timeout_minutes": 1e308}]
+    with store.transaction() as rows:  # stored before timeouts were validated
+        stored = graph_record(rows, graph)
+        update(rows, "graphs", graph, nodes=[{**stored["nodes"][0], "timeout_minutes": 1e308}])
     result = await settle(serving, store, graph)
     assert result["status"] == "completed", result
-    with sql_transaction(store) as rows:
-        step = load_step(stored_graph(rows, graph), "check")
+    with store.transaction() as rows:
+        step = load_step(graph_record(rows, graph), "check")
     assert step is not None
     assert step.timeout_minutes == step.definition.timeout_minutes == MAX_NODE_TIMEOUT_MINUTES

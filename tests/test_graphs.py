@@ -16,9 +16,8 @@ from canopy.graphs.nodemodels import AgentNode
 from canopy.graphs.parse import parse_definition
 from canopy.ops import graphs, queues, specs
 from canopy.store.engine import Store
-from canopy.store.models import NodeRun, Run, RunSpec
 from canopy.timefmt import utcnow
-from tests.conftest import body, snapshot
+from tests.conftest import body, insert, snapshot, update
 
 pytestmark = pytest.mark.store
 
@@ -106,58 +105,57 @@ def insert_run(
     store: Store, graph_id: str, number: int, status: str, queue_id: str | None = None
 ) -> str:
     run_id = f"run-test{number:06d}"
-    with store.transaction() as db:
-        db.add(
-            Run(
-                id=run_id,
-                graph_id=graph_id,
-                number=number,
-                queue_id=queue_id,
-                workdir="/w",
-                workflow_id=f"graph-run-{number}",
-                status=status,
-                started_at=utcnow() + timedelta(minutes=number),
-            )
+    with store.transaction() as rows:
+        insert(
+            rows,
+            "runs",
+            id=run_id,
+            graph_id=graph_id,
+            number=number,
+            queue_id=queue_id,
+            workdir="/w",
+            workflow_id=f"graph-run-{number}",
+            status=status,
+            started_at=utcnow() + timedelta(minutes=number),
         )
     return run_id
 
 
 def insert_node_runs(store: Store, run_id: str, launches: list[tuple[str, str, str]]) -> None:
     """Node runs in launch order: (spec id, node, status)."""
-    with store.transaction() as db:
+    with store.transaction() as rows:
         for spec_id, node_name, status in launches:
-            db.add(
-                NodeRun(
-                    run_id=run_id,
-                    spec_id=spec_id,
-                    node=node_name,
-                    platform="claude" if node_name != "test" else None,
-                    status=status,
-                    exit_code=0 if status == "succeeded" else 1,
-                    log_path=f"/logs/{spec_id}-{node_name}.log",
-                    harness_session_id="sess-1" if node_name != "test" else None,
-                    started_at=utcnow(),
-                )
+            insert(
+                rows,
+                "node_runs",
+                run_id=run_id,
+                spec_id=spec_id,
+                node=node_name,
+                visit=1,
+                platform="claude" if node_name != "test" else None,
+                status=status,
+                exit_code=0 if status == "succeeded" else 1,
+                log_path=f"/logs/{spec_id}-{node_name}.log",
+                harness_session_id="sess-1" if node_name != "test" else None,
+                started_at=utcnow(),
             )
-            db.flush()
 
 
 def insert_run_specs(
     store: Store, run_id: str, passages: list[tuple[str, str | None, str | None]]
 ) -> None:
     """Spec passages in order: (spec id, group, outcome; ``None`` while in progress)."""
-    with store.transaction() as db:
+    with store.transaction() as rows:
         for spec_id, group, outcome in passages:
-            db.add(
-                RunSpec(
-                    run_id=run_id,
-                    spec_id=spec_id,
-                    group=group,
-                    outcome=outcome,
-                    started_at=utcnow(),
-                )
+            insert(
+                rows,
+                "run_specs",
+                run_id=run_id,
+                spec_id=spec_id,
+                group_name=group,
+                outcome=outcome,
+                started_at=utcnow(),
             )
-            db.flush()
 
 
 # --------------------------------------------------------------------------- create / get
@@ -420,8 +418,8 @@ def test_list_shows_status_blocker_counts_and_active_run(store: Store) -> None:
     assert listed[0]["blocker"] is None
     assert listed[1]["scheduled_resume_at"] is None
     resume_at = datetime(2031, 5, 4, 3, 2, 1, tzinfo=UTC)
-    with store.transaction() as db:
-        db.get_one(Run, run_id).scheduled_resume_at = resume_at
+    with store.transaction() as rows:
+        update(rows, "runs", run_id, scheduled_resume_at=resume_at)
     waiting = graphs.graph_list(store)[1]
     assert waiting["scheduled_resume_at"] == "2031-05-04T03:02:01.000000Z"
 
@@ -439,8 +437,8 @@ def test_delete_releases_bound_specs_and_drops_the_run_record(store: Store) -> N
     assert graphs.graph_list(store) == []
     assert specs.spec_get(store, a["id"])["graphs"] == []
     assert specs.spec_set_status(store, a["id"], "complete")["status"] == "completed"
-    with store.engine.connect() as connection:
-        assert connection.exec_driver_sql("SELECT COUNT(*) FROM node_runs").scalar() == 0
+    with store.transaction() as rows:
+        assert rows("SELECT COUNT(*) AS n FROM node_runs", {}) == [{"n": 0}]
 
 
 @pytest.mark.parametrize("status", ["running", "paused"])

@@ -12,7 +12,6 @@ import re
 from typing import Any
 
 import pytest
-from sqlalchemy import update
 
 from canopy.activities.hooks import matching_spec
 from canopy.contracts.graph_run import HookFiring
@@ -20,9 +19,9 @@ from canopy.errors import Refused
 from canopy.graphs.markers import HOOK_MARKERS
 from canopy.ops import graphs, queues
 from canopy.store.engine import Store
-from canopy.store.models import Graph, Run, Spec
+from canopy.store.queries import stored_json
 from canopy.timefmt import utcnow
-from tests.conftest import body, snapshot
+from tests.conftest import body, insert, snapshot, update
 from tests.test_graphs import example, insert_run
 
 pytestmark = pytest.mark.store
@@ -37,29 +36,38 @@ ALL_REMAINING = ["on_spec_completed", "on_blocked", "on_completed", "on_failed"]
 def add_spec(store: Store, spec_id: str, status: str = "pending") -> str:
     """A spec with a chosen id, so prefixes and ambiguity can be set up exactly."""
     now = utcnow()
-    with store.transaction() as db:
-        db.add(
-            Spec(
-                id=spec_id, name=spec_id, body=body(), status=status, created_at=now, updated_at=now
-            )
+    with store.transaction() as rows:
+        insert(
+            rows,
+            "specs",
+            id=spec_id,
+            name=spec_id,
+            body=body(),
+            status=status,
+            created_at=now,
+            updated_at=now,
         )
     return spec_id
 
 
 def set_status(store: Store, spec_id: str, status: str) -> None:
-    with store.transaction() as db:
-        db.execute(update(Spec).where(Spec.id == spec_id).values(status=status))
+    with store.transaction() as rows:
+        update(rows, "specs", spec_id, status=status)
 
 
 def end_run(store: Store, run_id: str) -> None:
-    with store.transaction() as db:
-        db.execute(update(Run).where(Run.id == run_id).values(status="completed"))
+    with store.transaction() as rows:
+        update(rows, "runs", run_id, status="completed")
 
 
 def stored_hooks(store: Store, graph_id: str) -> dict[str, Any]:
     """The hooks exactly as the firing activity reads them (the graph row's column)."""
-    with store.transaction() as db:
-        return copy.deepcopy(db.get_one(Graph, graph_id).hooks)
+    with store.transaction() as rows:
+        (row,) = rows(
+            "SELECT CAST(hooks AS TEXT) AS hooks FROM graphs WHERE id = :id", {"id": graph_id}
+        )
+    hooks: dict[str, Any] = stored_json(row["hooks"])
+    return hooks
 
 
 def queue_of(store: Store, *spec_ids: str) -> str:

@@ -6,10 +6,10 @@ exactly which hooks fired, in which order, with which marker values and environm
 
 import asyncio
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import ActivityEnvironment
 
@@ -17,7 +17,7 @@ from canopy.activities.hooks import HookActivities
 from canopy.contracts.graph_run import ContinueRequest, HookFiring
 from canopy.ops import control, graphs, queues, runs, specs
 from canopy.store.engine import Store
-from canopy.store.models import Graph, HookRun
+from canopy.store.queries import stored_json
 from tests import engine
 from tests.conftest import make_specs
 from tests.engine import eventually, fake_node, file_lines, make_graph, settle
@@ -45,9 +45,17 @@ def set_hooks(store: Store, graph: str, hooks: dict[str, list[dict[str, Any]]]) 
     graphs.graph_edit(store, graph, {"hooks": hooks})
 
 
-def hook_runs(store: Store) -> list[HookRun]:
-    with store.transaction() as db:
-        return list(db.scalars(select(HookRun).order_by(HookRun.id)))
+def hook_runs(store: Store) -> list[SimpleNamespace]:
+    """Every hook run's fields, oldest first, its config decoded."""
+    with store.transaction() as rows:
+        found = rows(
+            "SELECT event, hook_index, spec_id, status, output, error,"
+            " CAST(hook_config AS TEXT) AS hook_config FROM hook_runs ORDER BY id",
+            {},
+        )
+    return [
+        SimpleNamespace(**{**row, "hook_config": stored_json(row["hook_config"])}) for row in found
+    ]
 
 
 PASS = {"name": "work", "command": "true"}
@@ -198,8 +206,11 @@ async def test_on_completed_needs_a_completed_spec_and_fires_again_after_reset(
 
 
 def graph_blocker(store: Store, graph: str) -> Any:
-    with store.transaction() as db:
-        return db.get_one(Graph, graph).blocker
+    with store.transaction() as rows:
+        (row,) = rows(
+            "SELECT CAST(blocker AS TEXT) AS blocker FROM graphs WHERE id = :id", {"id": graph}
+        )
+    return stored_json(row["blocker"])
 
 
 async def test_on_blocked_fires_once_per_pause_and_hooks_are_read_when_the_event_fires(

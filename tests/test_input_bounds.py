@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,8 +25,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 from mcp.types import TextContent
-from sqlalchemy import update
-from sqlalchemy.exc import IntegrityError, OperationalError
 from typer.testing import CliRunner
 
 from canopy.cli.main import run
@@ -48,10 +47,9 @@ from canopy.limits import (
 from canopy.ops import queues, specs
 from canopy.paths import inside
 from canopy.store.engine import Store
-from canopy.store.models import Queue, Spec
 from canopy.workdir import normalize_workdir
 from tests.cli_helpers import run_canopy
-from tests.conftest import body, snapshot
+from tests.conftest import body, snapshot, update
 
 BODY = body("hostile input")
 HOSTILE = settings(
@@ -462,9 +460,9 @@ def test_escape_sequences_in_stored_names_print_escaped(world: World) -> None:
     hostile = "\x1b[2J\x1b]0;title\x07[/x]\nnext"
     spec = specs.spec_create(world.store, "placeholder", body("\x1b[2J in the summary"))["id"]
     queue = queues.queue_create(world.store, "placeholder")["id"]
-    with world.store.transaction() as db:
-        db.execute(update(Spec).where(Spec.id == spec).values(name=hostile))
-        db.execute(update(Queue).where(Queue.id == queue).values(name=hostile))
+    with world.store.transaction() as rows:
+        update(rows, "specs", spec, name=hostile)
+        update(rows, "queues", queue, name=hostile)
     shown = printable(hostile)
     assert shown == "\\x1b[2J\\x1b]0;title\\x07[/x]\\nnext"
     for args in (
@@ -514,17 +512,17 @@ def test_an_unexpected_error_is_one_line_naming_its_type(
     ("error", "expected"),
     [
         (
-            IntegrityError("INSERT", {}, Exception("UNIQUE constraint failed: queues.name")),
+            sqlite3.IntegrityError("UNIQUE constraint failed: queues.name"),
             "error: the store refused the write (another command changed the same record at "
             "the same moment; try again): UNIQUE constraint failed: queues.name\n",
         ),
         (
-            OperationalError("UPDATE", {}, Exception("database is locked")),
+            sqlite3.OperationalError("database is locked"),
             "error: the store refused the write (another command changed the same record at "
             "the same moment; try again): database is locked\n",
         ),
         (
-            OperationalError("SELECT", {}, Exception("disk I/O error")),
+            sqlite3.OperationalError("disk I/O error"),
             "error: the store could not be used: disk I/O error\n",
         ),
     ],
@@ -548,7 +546,7 @@ async def test_mcp_turns_every_error_into_one_line(
     monkeypatch.delenv("CANOPY_DB_URL", raising=False)
 
     def broken(*_args: Any, **_kwargs: Any) -> Any:
-        raise IntegrityError("INSERT", {}, Exception("UNIQUE constraint failed"))
+        raise sqlite3.IntegrityError("UNIQUE constraint failed")
 
     monkeypatch.setattr(queues, "queue_create", broken)
     async with Client(build_server(), mode="auto") as client:

@@ -15,10 +15,9 @@ import pytest
 
 from canopy.paths import run_log_dir
 from canopy.store.engine import Store
-from canopy.store.models import NodeRun
 from canopy.timefmt import utcnow
 from tests.cli_helpers import run_canopy
-from tests.conftest import make_specs
+from tests.conftest import insert, make_specs
 from tests.engine import fake_node, make_graph
 from tests.test_graph_logs import CLAUDE_STREAM
 from tests.test_graphs import insert_run
@@ -84,27 +83,27 @@ def run_with_logs(store: Store, repo: Path) -> tuple[str, str, str]:
         ("check", 1, None, "failed", b"\x1b]0;pwned\x07 one\ntwo\nthree\n"),
         ("check", 2, None, "running", b"four\nfive"),
     ]
-    with store.transaction() as db:
+    with store.transaction() as rows:
         for node_run_id, (node, visit, platform, status, output) in enumerate(launches, 1):
             log = run_log_dir(run_id, "nodes", node_run_id) / "output.log"
             log.parent.mkdir(parents=True)
             log.write_bytes(output)
             ended = status != "running"
-            db.add(
-                NodeRun(
-                    id=node_run_id,
-                    run_id=run_id,
-                    spec_id=spec,
-                    node=node,
-                    visit=visit,
-                    platform=platform,
-                    status=status,
-                    exit_code=1 if status == "failed" else 0 if ended else None,
-                    error="exit code 1" if status == "failed" else None,
-                    log_path=str(log) if ended else None,
-                    started_at=utcnow(),
-                    ended_at=utcnow() if ended else None,
-                )
+            insert(
+                rows,
+                "node_runs",
+                id=node_run_id,
+                run_id=run_id,
+                spec_id=spec,
+                node=node,
+                visit=visit,
+                platform=platform,
+                status=status,
+                exit_code=1 if status == "failed" else 0 if ended else None,
+                error="exit code 1" if status == "failed" else None,
+                log_path=str(log) if ended else None,
+                started_at=utcnow(),
+                ended_at=utcnow() if ended else None,
             )
     return graph, spec, run_id
 

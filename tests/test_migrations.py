@@ -13,7 +13,9 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
 from canopy.statuses import ACTIVE_RUN_STATUSES
-from canopy.store.engine import MIGRATIONS_DIR, Store, current_revision, make_engine
+from canopy.store.drivers import target_of
+from canopy.store.engine import Store
+from canopy.store.migrate import MIGRATIONS_DIR, make_engine
 from canopy.store.models import Base
 from canopy.store.schema_version import HEAD_REVISION
 
@@ -27,32 +29,33 @@ def test_head_revision_constant_matches_the_migrations() -> None:
 
 
 def test_migrated_schema_matches_the_models(store: Store) -> None:
-    assert current_revision(store.engine) == HEAD_REVISION
-    with store.engine.connect() as connection:
+    assert store.revision() == HEAD_REVISION
+    engine = make_engine(target_of(store.url))
+    with engine.connect() as connection:
         differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+    engine.dispose()
     assert differences == []
 
 
 def test_opening_a_migrated_store_again_is_a_no_op(db_url: str) -> None:
     Store(db_url).close()
     reopened = Store(db_url)
-    assert current_revision(reopened.engine) == HEAD_REVISION
+    assert reopened.revision() == HEAD_REVISION
     reopened.close()
 
 
 def test_sqlite_store_uses_wal_and_foreign_keys(tmp_path: object) -> None:
     store = Store(f"sqlite:///{tmp_path}/c.db")
-    with store.engine.connect() as connection:
-        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
-        assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    with store.transaction() as rows:
+        assert rows("PRAGMA journal_mode", {}) == [{"journal_mode": "wal"}]
+        assert rows("PRAGMA foreign_keys", {}) == [{"foreign_keys": 1}]
     store.close()
 
 
 def test_a_legacy_on_completed_column_becomes_an_on_completed_hook(db_url: str) -> None:
     """A database from before event-keyed hooks keeps its completion hook, unattended."""
-    from sqlalchemy import inspect
 
-    engine = make_engine(db_url)
+    engine = make_engine(target_of(db_url))
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     with engine.begin() as connection:
@@ -76,11 +79,11 @@ def test_a_legacy_on_completed_column_becomes_an_on_completed_hook(db_url: str) 
             )
     engine.dispose()
     store = Store(db_url)
-    with store.engine.connect() as connection:
-        columns = {c["name"] for c in inspect(connection).get_columns("graphs")}
-        rows = connection.execute(text("SELECT id, hooks FROM graphs ORDER BY id")).all()
-        hooks: dict[str, Any] = {str(graph_id): value for graph_id, value in rows}
+    with store.transaction() as rows:
+        found = rows("SELECT * FROM graphs ORDER BY id", {})
     store.close()
+    columns = set(found[0])
+    hooks: dict[str, Any] = {str(row["id"]): row["hooks"] for row in found}
     assert "on_completed" not in columns
     decoded = {k: json.loads(v) if isinstance(v, str) else v for k, v in hooks.items()}
     prompt = {"platform": "claude", "prompt": "Update docs for {{completed_specs}}"}
@@ -101,7 +104,7 @@ def _insert_run(connection: Any, run_id: str, number: int, status: str) -> None:
 
 def _upgrade(db_url: str, revision: str) -> Engine:
     """An engine on ``db_url`` migrated to ``revision``, with one graph in it."""
-    engine = make_engine(db_url)
+    engine = make_engine(target_of(db_url))
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     with engine.begin() as connection:
@@ -138,10 +141,10 @@ def test_upgrading_keeps_only_the_newest_of_two_active_runs(db_url: str) -> None
         _insert_run(connection, "run-second", 2, "paused")
     engine.dispose()
     store = Store(db_url)
-    with store.engine.connect() as connection:
-        rows = connection.execute(text("SELECT id, status, ended_at FROM runs ORDER BY id")).all()
+    with store.transaction() as rows:
+        found = rows("SELECT id, status, ended_at FROM runs ORDER BY id", {})
     store.close()
-    assert [(run_id, status, ended is not None) for run_id, status, ended in rows] == [
+    assert [(row["id"], row["status"], row["ended_at"] is not None) for row in found] == [
         ("run-first", "reset", True),
         ("run-second", "paused", False),
     ]
@@ -155,12 +158,12 @@ def test_upgrading_keeps_graphs_and_gives_them_no_host(db_url: str) -> None:
         _insert_run(connection, "run-first", 1, "completed")
     engine.dispose()
     store = Store(db_url)
-    with store.engine.connect() as connection:
-        graph = connection.execute(text("SELECT id, name, status, host FROM graphs")).one()
-        runs = connection.execute(text("SELECT id, status FROM runs")).all()
+    with store.transaction() as rows:
+        (graph,) = rows("SELECT id, name, status, host FROM graphs", {})
+        runs = rows("SELECT id, status FROM runs", {})
     store.close()
-    assert tuple(graph) == ("graph-race0001", "g", "running", None)
-    assert [tuple(run) for run in runs] == [("run-first", "completed")]
+    assert tuple(graph.values()) == ("graph-race0001", "g", "running", None)
+    assert [tuple(run.values()) for run in runs] == [("run-first", "completed")]
 
 
 def test_upgrading_keeps_node_runs_and_gives_them_no_host(db_url: str) -> None:
@@ -176,10 +179,10 @@ def test_upgrading_keeps_node_runs_and_gives_them_no_host(db_url: str) -> None:
         )
     engine.dispose()
     store = Store(db_url)
-    with store.engine.connect() as connection:
-        rows = connection.execute(text("SELECT node, status, host FROM node_runs")).all()
+    with store.transaction() as rows:
+        found = rows("SELECT node, status, host FROM node_runs", {})
     store.close()
-    assert [tuple(row) for row in rows] == [("check", "succeeded", None)]
+    assert [tuple(row.values()) for row in found] == [("check", "succeeded", None)]
 
 
 def test_upgrading_keeps_node_and_hook_runs_with_no_usage(db_url: str) -> None:
@@ -208,21 +211,20 @@ def test_upgrading_keeps_node_and_hook_runs_with_no_usage(db_url: str) -> None:
     store = Store(db_url)
     usage = "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,"
     usage += " turns, duration_ms, model"
-    with store.engine.connect() as connection:
-        node_runs = connection.execute(
-            text(
-                "SELECT node, visit, platform, status, exit_code, log_path,"
-                f" harness_session_id, host, {usage} FROM node_runs"
-            )
-        ).all()
-        hook_runs = connection.execute(
-            text(f"SELECT event, status, output, fire_key, platform, {usage} FROM hook_runs")
-        ).all()
+    with store.transaction() as rows:
+        node_runs = rows(
+            "SELECT node, visit, platform, status, exit_code, log_path,"
+            f" harness_session_id, host, {usage} FROM node_runs",
+            {},
+        )
+        hook_runs = rows(
+            f"SELECT event, status, output, fire_key, platform, {usage} FROM hook_runs", {}
+        )
     store.close()
     nothing = (None,) * 8
-    assert [tuple(row) for row in node_runs] == [
+    assert [tuple(row.values()) for row in node_runs] == [
         ("implement", 2, "claude", "succeeded", 0, "/logs/1", "sess-1", "box", *nothing)
     ]
-    assert [tuple(row) for row in hook_runs] == [
+    assert [tuple(row.values()) for row in hook_runs] == [
         ("on_completed", "succeeded", "ok", "run-first:on_completed:settled:0", None, *nothing)
     ]

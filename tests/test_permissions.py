@@ -8,7 +8,6 @@ import pytest
 
 from canopy.errors import Refused
 from canopy.ops import graphs, sessions
-from canopy.ops.common import sql_transaction
 from canopy.ops.doctor import platform_uses
 from canopy.permissions import checked_permissions, nearest
 from canopy.platforms import UsageLimit, limit_wait, platform_permissions
@@ -80,7 +79,7 @@ def test_levels_are_stored_where_set_and_resolved_nearest_first(store: Store) ->
     assert info.nodes[1]["permissions"] == "full" and info.nodes[1]["on_denial"] == "fail"
     assert info.ensembles["pair"][0]["permissions"] == "cli"
     sessions.session_new(store, "claude", name="pair", workdir=".", permissions="full")
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         uses = {(use.where, use.platform, use.level) for use in platform_uses(rows)}
     assert uses == {
         ("graph perms, node plan", "claude", "read-only"),

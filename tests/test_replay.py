@@ -25,10 +25,9 @@ from canopy.ops import control, graphs, queues, runs, sessions
 from canopy.ops.session_wake import wait_for_delivery, wake_session
 from canopy.paths import canopy_home
 from canopy.store.engine import Store
-from canopy.store.models import Graph
 from canopy.workflows.graph_run import GraphRunV2
 from canopy.workflows.session_delivery import SessionDelivery
-from tests.conftest import make_specs
+from tests.conftest import graph_state, make_specs
 from tests.engine import FAKE_AGENT, eventually, fake_node, settle
 
 pytestmark = pytest.mark.server
@@ -96,8 +95,7 @@ async def pass_over(client: Client, store: Store, repo: Path) -> str:
     started = await runs.graph_run(store, graph, queue=queue)
 
     def paused_before_x() -> bool:
-        with store.transaction() as db:
-            blocker = db.get_one(Graph, graph).blocker or {}
+        blocker = graph_state(store, graph)["blocker"] or {}
         return bool(blocker.get("next_spec", {}).get("id") == x)
 
     await eventually(paused_before_x, "a pause before x")

@@ -11,9 +11,8 @@ from temporalio.client import Client
 from canopy.contracts.graph_run import ContinueRequest
 from canopy.ops import graphs, queues, runs, specs
 from canopy.store.engine import Store
-from canopy.store.models import Graph
 from tests import engine
-from tests.conftest import make_specs
+from tests.conftest import graph_state, make_specs
 from tests.engine import agent_runs, alive, eventually, fake_node, git, make_graph, make_queue
 
 pytestmark = pytest.mark.server
@@ -30,9 +29,7 @@ def dirty_after(spec_id: str) -> dict[str, Any]:
 
 
 def graph_row(store: Store, graph: str) -> dict[str, Any]:
-    with store.transaction() as db:
-        row = db.get_one(Graph, graph)
-        return {"status": row.status, "blocker": row.blocker, "updated_at": row.updated_at}
+    return graph_state(store, graph)
 
 
 async def wait_until(store: Store, graph: str, predicate: Any, what: str) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from sqlalchemy import select
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
@@ -39,11 +38,12 @@ from canopy.ops import queues, runs
 from canopy.paths import configured_db_url
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import Store
-from canopy.store.models import Graph, NodeRun, Run
+from canopy.store.queries import bound_list
+from canopy.store.run_records import run_record
 from canopy.temporal import client as temporal_client
 from canopy.workdir import worktree_state
 from tests.cli_helpers import canopy_env
-from tests.conftest import make_specs, snapshot
+from tests.conftest import graph_state, make_specs, snapshot, update
 from tests.engine import make_graph, make_queue, worker_for
 
 pytestmark = pytest.mark.server
@@ -89,12 +89,13 @@ def executions(log: Path) -> Counter[str]:
 
 
 def active_runs(store: Store, graph: str) -> list[str]:
-    with store.transaction() as db:
-        return list(
-            db.scalars(
-                select(Run.id).where(Run.graph_id == graph, Run.status.in_(ACTIVE_RUN_STATUSES))
-            )
+    active, statuses = bound_list("active", ACTIVE_RUN_STATUSES)
+    with store.transaction() as rows:
+        found = rows(
+            f"SELECT id FROM runs WHERE graph_id = :graph AND status IN {active}",
+            {**statuses, "graph": graph},
         )
+    return [row["id"] for row in found]
 
 
 async def workflows_under(client: Client, workflow_id: str) -> list[WorkflowExecutionStatus]:
@@ -211,21 +212,20 @@ async def test_two_graphs_draining_queues_that_share_specs_run_each_spec_once(
 
 def node_runs_by_run(store: Store, run_ids: list[str]) -> dict[str, list[str]]:
     """The specs each run launched a node for, in launch order."""
-    with store.transaction() as db:
-        rows = db.execute(
-            select(NodeRun.run_id, NodeRun.spec_id)
-            .where(NodeRun.run_id.in_(run_ids))
-            .order_by(NodeRun.id)
-        ).all()
+    runs_in, params = bound_list("run", run_ids)
+    with store.transaction() as rows:
+        launched = rows(
+            f"SELECT run_id, spec_id FROM node_runs WHERE run_id IN {runs_in} ORDER BY id", params
+        )
     found: dict[str, list[str]] = {run_id: [] for run_id in run_ids}
-    for run_id, spec_id in rows:
-        found[run_id].append(spec_id)
+    for row in launched:
+        found[row["run_id"]].append(row["spec_id"])
     return found
 
 
 def run_summary(store: Store, run_id: str) -> dict[str, Any]:
-    with store.transaction() as db:
-        return dict(db.get_one(Run, run_id).summary or {})
+    with store.transaction() as rows:
+        return dict(run_record(rows, run_id)["summary"] or {})
 
 
 async def lingering_workflow(client: Client, graph: str) -> str:
@@ -268,8 +268,8 @@ async def test_a_start_is_refused_while_the_graphs_workflow_keeps_running(
 ) -> None:
     (spec,) = make_specs(store, "alpha")
     graph = make_graph(store, repo, [counting_node(tmp_path / "executions.txt")], specs=[spec])
-    with store.transaction() as db:
-        db.get_one(Graph, graph).blocker = {"kind": "spec_failed", "message": "m"}
+    with store.transaction() as rows:
+        update(rows, "graphs", graph, blocker={"kind": "spec_failed", "message": "m"})
     workflow_id = await lingering_workflow(serving, graph)
     monkeypatch.setattr(runs, "CLOSING_WAIT_SECONDS", 0.5)
     before = snapshot(store)
@@ -365,5 +365,4 @@ async def test_a_retried_reset_leaves_the_next_run_alone(store: Store, repo: Pat
     second = runs.prepare_run(store, graph).start.run_id
     control.reset_run(RunRef(run_id=first))  # the first attempt's answer was lost: a retry
     assert active_runs(store, graph) == [second]
-    with store.transaction() as db:
-        assert db.get_one(Graph, graph).status == "running"
+    assert graph_state(store, graph)["status"] == "running"

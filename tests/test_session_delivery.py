@@ -10,14 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from canopy.errors import Refused
 from canopy.ops import graphs, notifications, runs
 from canopy.ops import sessions as ops
-from canopy.ops.common import sql_transaction
 from canopy.ops.session_wake import (
     resume_session,
     send_message,
@@ -27,7 +25,6 @@ from canopy.ops.session_wake import (
 )
 from canopy.sessions.transcripts import read_turns
 from canopy.store.engine import Store
-from canopy.store.models import HookRun
 from tests import engine
 from tests.conftest import make_specs, snapshot
 from tests.engine import FAKE_AGENT, agent_runs, eventually
@@ -131,10 +128,9 @@ async def test_interactive_hooks_enqueue_with_provenance_and_are_delivered(
     )
     await runs.graph_run(store, graph["id"])
     await runs.wait_until_settled(store, graph["id"], TIMEOUT)
-    with store.transaction() as db:
-        hook_runs = [
-            (h.status, h.output, h.error) for h in db.scalars(select(HookRun).order_by(HookRun.id))
-        ]
+    with store.transaction() as rows:
+        found = rows("SELECT status, output, error FROM hook_runs ORDER BY id", {})
+    hook_runs = [(h["status"], h["output"], h["error"]) for h in found]
     assert [status for status, _, _ in hook_runs] == ["succeeded", "succeeded", "failed", "failed"]
     assert "session sess-neverseen00 not found" in str(hook_runs[2][2])
     assert hook_runs[3][2] == "no live session is named 'nobody'"
@@ -216,7 +212,7 @@ async def test_resuming_harness_conversations_seen_and_never_seen(
     fresh = ops.session_resume_conversation(store, never_seen, "claude", str(repo))
     assert fresh["id"] != pair["id"] and fresh["name"] != "pair"
     assert fresh["harness_conversation_id"] == never_seen
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         by_old_id = ops.enqueue_hook_message(
             rows, "hi", target_session_id=str(pair["id"]), target_session_name=None,
             graph_id="graph-x", run_id="run-x", event="on_completed", hook_run_id=1,

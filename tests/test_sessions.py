@@ -12,7 +12,6 @@ from canopy.errors import Refused
 from canopy.limits import TEXT_MAX_LENGTH
 from canopy.ops import notifications
 from canopy.ops import sessions as ops
-from canopy.ops.common import sql_transaction
 from canopy.sessions.names import ADJECTIVES, NOUNS
 from canopy.store.engine import Store
 from tests.cli_helpers import run_canopy
@@ -37,7 +36,7 @@ def hook_message(
 ) -> SimpleNamespace:
     """What an interactive hook enqueues at one fire (resolved then and there): the
     message's fields, its provenance's among them."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         message = ops.enqueue_hook_message(
             rows,
             "review {{graph_name}} (rendered)",

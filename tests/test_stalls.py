@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 from temporalio.testing import WorkflowEnvironment
 
 from canopy.errors import Refused
@@ -15,7 +14,6 @@ from canopy.graphs.model import validate_definition
 from canopy.ops import graphs, queues, runs, specs
 from canopy.platforms import load_stall_minutes
 from canopy.store.engine import Store
-from canopy.store.models import NodeRun
 from tests.conftest import body
 from tests.engine import agent_runs, alive, eventually
 
@@ -24,9 +22,9 @@ RECOVER = {"name": "recover", "command": "echo recovered > recovered.txt"}
 
 
 def node_runs(store: Store) -> list[tuple[str, str, str | None]]:
-    with store.transaction() as db:
-        rows = db.execute(select(NodeRun.node, NodeRun.status, NodeRun.error).order_by(NodeRun.id))
-        return [(node, status, error) for node, status, error in rows]
+    with store.transaction() as rows:
+        found = rows("SELECT node, status, error FROM node_runs ORDER BY id", {})
+    return [(row["node"], row["status"], row["error"]) for row in found]
 
 
 async def run_graph(store: Store, repo: Path, nodes: list[dict[str, Any]]) -> dict[str, Any]:

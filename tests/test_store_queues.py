@@ -5,9 +5,8 @@ import pytest
 from canopy.errors import Refused
 from canopy.ops import graphs, queues, specs
 from canopy.store.engine import Store
-from canopy.store.models import Queue
 from canopy.timefmt import utcnow
-from tests.conftest import body, snapshot
+from tests.conftest import body, insert, snapshot
 from tests.test_graphs import example, insert_run, insert_run_specs
 
 pytestmark = pytest.mark.store
@@ -180,8 +179,8 @@ def test_queues_resolve_by_exact_name_and_names_are_unique(store: Store) -> None
 
 def test_a_name_shared_by_older_queues_is_refused_as_ambiguous(store: Store) -> None:
     nightly = queues.queue_create(store, "nightly")["id"]
-    with store.transaction() as db:
-        db.add(Queue(id="queue-older00001", name="nightly", created_at=utcnow()))
+    with store.transaction() as rows:
+        insert(rows, "queues", id="queue-older00001", name="nightly", created_at=utcnow())
     with pytest.raises(Refused) as refusal:
         queues.queue_list(store, "nightly")
     assert nightly in str(refusal.value)

@@ -7,9 +7,8 @@ import pytest
 from canopy.errors import Refused
 from canopy.ops import projects, queues, specs
 from canopy.store.engine import Store
-from canopy.store.models import Graph, GraphSpec, Run, Spec
 from canopy.timefmt import utcnow
-from tests.conftest import body, snapshot
+from tests.conftest import body, insert, snapshot
 
 pytestmark = pytest.mark.store
 
@@ -19,38 +18,37 @@ LEGACY_BODY = "# Summary\nOld style\n\n## Goal\nStill readable\n"
 def insert_legacy_spec(store: Store) -> str:
     """A heading-format spec as an older Canopy stored it (writes refuse this format)."""
     now = utcnow()
-    with store.transaction() as db:
-        db.add(
-            Spec(
-                id="spec-legacy0001",
-                name="old",
-                body=LEGACY_BODY,
-                status="pending",
-                created_at=now,
-                updated_at=now,
-            )
+    with store.transaction() as rows:
+        insert(
+            rows,
+            "specs",
+            id="spec-legacy0001",
+            name="old",
+            body=LEGACY_BODY,
+            status="pending",
+            created_at=now,
+            updated_at=now,
         )
     return "spec-legacy0001"
 
 
 def bind_to_graph(store: Store, spec_id: str) -> str:
     now = utcnow()
-    with store.transaction() as db:
-        db.add(
-            Graph(
-                id="graph-bound00001",
-                name="g",
-                nodes=[],
-                ensembles={},
-                hooks={},
-                status="idle",
-                allow_dirty_start=False,
-                created_at=now,
-                updated_at=now,
-            )
+    with store.transaction() as rows:
+        insert(
+            rows,
+            "graphs",
+            id="graph-bound00001",
+            name="g",
+            nodes=[],
+            ensembles={},
+            hooks={},
+            status="idle",
+            allow_dirty_start=False,
+            created_at=now,
+            updated_at=now,
         )
-        db.flush()
-        db.add(GraphSpec(graph_id="graph-bound00001", spec_id=spec_id, position=0))
+        insert(rows, "graph_specs", graph_id="graph-bound00001", spec_id=spec_id, position=0)
     return "graph-bound00001"
 
 
@@ -222,18 +220,18 @@ def test_delete_refuses_a_spec_an_active_run_is_draining(store: Store) -> None:
     queues.queue_add_spec(store, queue["id"], spec["id"])
     other = specs.spec_create(store, "b", body())
     graph_id = bind_to_graph(store, other["id"])
-    with store.transaction() as db:
-        db.add(
-            Run(
-                id="run-active00001",
-                graph_id=graph_id,
-                number=1,
-                queue_id=queue["id"],
-                workdir="/w",
-                workflow_id="wf",
-                status="running",
-                started_at=utcnow(),
-            )
+    with store.transaction() as rows:
+        insert(
+            rows,
+            "runs",
+            id="run-active00001",
+            graph_id=graph_id,
+            number=1,
+            queue_id=queue["id"],
+            workdir="/w",
+            workflow_id="wf",
+            status="running",
+            started_at=utcnow(),
         )
     with pytest.raises(Refused, match="active run run-active00001"):
         specs.spec_delete(store, spec["id"])

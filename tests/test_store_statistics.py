@@ -10,12 +10,10 @@ passage of the run, and the pending specs are counted only when the run asks.
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
 
 from canopy.activities.bookkeeping import RunRecords, next_pending_query
 from canopy.contracts.graph_run import ReadAhead
 from canopy.ops import graphs, queues, runs
-from canopy.ops.common import sql_transaction
 from canopy.store.engine import Store
 from tests.conftest import make_specs
 from tests.engine import git_repo
@@ -25,7 +23,7 @@ pytestmark = pytest.mark.store
 
 def plan(store: Store, run_id: str) -> list[str]:
     """SQLite's plan for the run's next-pending read."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         sql, params = next_pending_query(rows, run_id)
         return [row["detail"] for row in rows(f"EXPLAIN QUERY PLAN {sql}", params)]
 
@@ -47,26 +45,26 @@ def a_queue_run(store: Store, tmp_path: Path, names: list[str]) -> tuple[str, st
 
 
 def test_a_run_start_lets_the_planner_walk_the_queue_in_order(store: Store, tmp_path: Path) -> None:
-    if store.engine.dialect.name != "sqlite":
+    if store.dialect != "sqlite":
         pytest.skip("Postgres keeps its own statistics")
     names = [f"s{index}" for index in range(400)]
-    with store.transaction() as db:
-        db.execute(text("DELETE FROM sqlite_stat1"))
+    with store.transaction() as rows:
+        rows("DELETE FROM sqlite_stat1", {})
     run_id, _graph, _specs = a_queue_run(store, tmp_path, names)
-    with store.transaction() as db:
-        analyzed = db.execute(text("SELECT idx FROM sqlite_stat1 WHERE tbl = 'specs'")).scalars()
-        assert "ix_specs_id_status" in set(analyzed)
+    with store.transaction() as rows:
+        analyzed = rows("SELECT idx FROM sqlite_stat1 WHERE tbl = 'specs'", {})
+    assert "ix_specs_id_status" in {row["idx"] for row in analyzed}
     steps = plan(store, run_id)
     assert steps[0].startswith("SEARCH queue_members USING INDEX ix_queue_members_queue_position")
     assert not any("TEMP B-TREE" in step for step in steps), steps
 
 
 def test_a_spec_s_passage_is_found_by_its_spec(store: Store) -> None:
-    if store.engine.dialect.name != "sqlite":
+    if store.dialect != "sqlite":
         pytest.skip("the plan is SQLite's")
     lookup = "SELECT id FROM run_specs WHERE run_id = 'r' AND spec_id = 's' AND outcome IS NULL"
-    with store.transaction() as db:
-        steps = [row[3] for row in db.execute(text(f"EXPLAIN QUERY PLAN {lookup}"))]
+    with store.transaction() as rows:
+        steps = [row["detail"] for row in rows(f"EXPLAIN QUERY PLAN {lookup}", {})]
     assert steps == ["SEARCH run_specs USING INDEX ix_run_specs_spec (spec_id=? AND run_id=?)"]
 
 

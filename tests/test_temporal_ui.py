@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from google.protobuf.duration_pb2 import Duration
-from sqlalchemy import select
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client
@@ -22,7 +21,6 @@ from canopy import search_attributes
 from canopy.ops import graphs, runs
 from canopy.search_attributes import SEARCH_ATTRIBUTES
 from canopy.store.engine import Store
-from canopy.store.models import NodeRun
 from tests.conftest import make_specs
 from tests.engine import eventually, node_run_of
 from tests.test_signals import TIMEOUT, temporal
@@ -192,11 +190,13 @@ async def test_the_run_s_progress_counts_every_spec_between_counts_and_nodes(
 
 
 def _node_running(store: Store, spec_id: str, node: str) -> bool:
-    with store.transaction() as db:
-        running = select(NodeRun.id).where(
-            NodeRun.spec_id == spec_id, NodeRun.node == node, NodeRun.status == "running"
+    with store.transaction() as rows:
+        running = rows(
+            "SELECT id FROM node_runs WHERE spec_id = :spec_id AND node = :node"
+            " AND status = 'running'",
+            {"spec_id": spec_id, "node": node},
         )
-        return db.scalar(running) is not None
+    return bool(running)
 
 
 async def _details_naming(client: Client, workflow_id: str, spec_id: str) -> str | None:

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import select
 from textual.widgets import Label, Log
 
 from canopy.paths import run_log_dir
 from canopy.store.engine import Store
-from canopy.store.models import NodeRun
 from canopy.timefmt import utcnow
 from canopy.tui.app import CanopyApp
 from canopy.tui.logview import LogScreen
-from tests.conftest import make_specs, snapshot
+from tests.conftest import make_specs, snapshot, update
 from tests.engine import eventually, make_graph
 from tests.test_graphs import insert_run
 from tests.test_tui import SIZE, highlight, showing
@@ -24,21 +22,23 @@ from tests.test_tui import SIZE, highlight, showing
 
 def launch(store: Store, run_id: str, spec: str, node: str) -> Path:
     """A running node run of ``node`` (a command node), and where its log goes."""
-    with store.transaction() as db:
-        row = NodeRun(run_id=run_id, spec_id=spec, node=node, status="running", started_at=utcnow())
-        db.add(row)
-        db.flush()
-        node_run_id = row.id
-    log = run_log_dir(run_id, "nodes", node_run_id) / "output.log"
+    with store.transaction() as rows:
+        (row,) = rows(
+            "INSERT INTO node_runs (run_id, spec_id, node, visit, status, started_at)"
+            " VALUES (:run_id, :spec_id, :node, 1, 'running', :now) RETURNING id",
+            {"run_id": run_id, "spec_id": spec, "node": node, "now": utcnow()},
+        )
+    log = run_log_dir(run_id, "nodes", row["id"]) / "output.log"
     log.parent.mkdir(parents=True)
     return log
 
 
 def end(store: Store, log: Path) -> None:
     """The node run writing ``log`` succeeded."""
-    with store.transaction() as db:
-        row = db.scalars(select(NodeRun).where(NodeRun.status == "running")).one()
-        row.status, row.exit_code, row.log_path, row.ended_at = "succeeded", 0, str(log), utcnow()
+    with store.transaction() as rows:
+        (row,) = rows("SELECT id FROM node_runs WHERE status = 'running'", {})
+        ended = {"status": "succeeded", "exit_code": 0, "log_path": str(log), "ended_at": utcnow()}
+        update(rows, "node_runs", row["id"], **ended)
 
 
 async def test_l_shows_the_latest_runs_log_live_escaped_and_escape_closes_it(

@@ -9,17 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import update
 from temporalio.client import Client
 
 from canopy.errors import Refused
 from canopy.ops.graph_info import stored_graph_info
 from canopy.ops.usage import since_cutoff, usage_report
 from canopy.store.engine import Store
-from canopy.store.models import HookRun, NodeRun, Run
 from canopy.timefmt import utcnow
 from tests.cli_helpers import run_canopy
-from tests.conftest import make_specs
+from tests.conftest import insert, make_specs
 from tests.engine import make_graph, settle
 from tests.test_cli import ok
 from tests.test_signals import temporal
@@ -74,66 +72,65 @@ def _ledger(store: Store, tmp_path: Path) -> dict[str, str]:
         ("run-a", "codex", {"input_tokens": 70, "output_tokens": 7, "turns": 1}),
         ("run-old", "claude", {"input_tokens": 1, "output_tokens": 1, "cost_usd": 9.0}),
     ]
-    with store.transaction() as db:
+    with store.transaction() as rows:
         for run_id, graph_id, started in (("run-a", build, now), ("run-old", review, now)):
-            db.add(
-                Run(
-                    id=run_id,
-                    graph_id=graph_id,
-                    number=1,
-                    workdir=str(tmp_path),
-                    workflow_id=run_id,
-                    status="completed",
-                    started_at=started,
-                )
+            insert(
+                rows,
+                "runs",
+                id=run_id,
+                graph_id=graph_id,
+                number=1,
+                workdir=str(tmp_path),
+                workflow_id=run_id,
+                status="completed",
+                started_at=started,
             )
-        db.flush()
         for run_id, platform, used in records:
-            db.add(
-                NodeRun(
-                    run_id=run_id,
-                    spec_id="spec-x",
-                    node="n",
-                    platform=platform,
-                    status="succeeded",
-                    model="opus" if platform == "claude" else None,
-                    started_at=now,
-                    ended_at=now,
-                    **used,
-                )
-            )
-        db.add(  # a command node: nothing reported, nothing counted
-            NodeRun(
-                run_id="run-a",
+            insert(
+                rows,
+                "node_runs",
+                run_id=run_id,
                 spec_id="spec-x",
-                node="check",
+                node="n",
+                visit=1,
+                platform=platform,
                 status="succeeded",
-                ended_at=now,
-                started_at=now,
-            )
-        )
-        db.add(
-            HookRun(
-                graph_id=build,
-                run_id="run-a",
-                event="on_completed",
-                hook_index=0,
-                hook_config={"platform": "gemini", "prompt": "p"},
-                platform="gemini",
-                status="succeeded",
-                fire_key="k",
+                model="opus" if platform == "claude" else None,
                 started_at=now,
                 ended_at=now,
-                input_tokens=3,
-                output_tokens=4,
-                model="gemini-3-pro",
+                **used,
             )
+        insert(  # a command node: nothing reported, nothing counted
+            rows,
+            "node_runs",
+            run_id="run-a",
+            spec_id="spec-x",
+            node="check",
+            visit=1,
+            status="succeeded",
+            ended_at=now,
+            started_at=now,
         )
-        db.flush()
-        db.execute(
-            update(NodeRun)
-            .where(NodeRun.run_id == "run-old")
-            .values(ended_at=now - timedelta(days=2))
+        insert(
+            rows,
+            "hook_runs",
+            graph_id=build,
+            run_id="run-a",
+            event="on_completed",
+            hook_index=0,
+            hook_config={"platform": "gemini", "prompt": "p"},
+            platform="gemini",
+            status="succeeded",
+            fire_key="k",
+            started_at=now,
+            ended_at=now,
+            input_tokens=3,
+            output_tokens=4,
+            model="gemini-3-pro",
+        )
+        rows(
+            "UPDATE node_runs SET ended_at = :ended_at WHERE run_id = 'run-old'",
+            {"ended_at": now - timedelta(days=2)},
         )
     return {"build": build, "rev": review}
 

@@ -8,14 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.testing import WorkflowEnvironment
 
 from canopy.ops import graphs, queues, runs, specs
 from canopy.store.engine import Store
-from canopy.store.models import NodeRun, Run
-from canopy.timefmt import utcnow
+from canopy.timefmt import stored_time, utcnow
 from tests.conftest import body
 from tests.engine import FAKE_AGENT, agent_runs, eventually
 
@@ -24,9 +22,9 @@ TIMEOUT = 60.0
 
 
 def node_runs(store: Store) -> list[tuple[str | None, str]]:
-    with store.transaction() as db:
-        rows = db.execute(select(NodeRun.platform, NodeRun.status).order_by(NodeRun.id))
-        return [(platform, status) for platform, status in rows]
+    with store.transaction() as rows:
+        found = rows("SELECT platform, status FROM node_runs ORDER BY id", {})
+    return [(row["platform"], row["status"]) for row in found]
 
 
 async def start(store: Store, repo: Path, graph_definition: dict[str, Any]) -> tuple[str, str]:
@@ -43,8 +41,10 @@ async def scheduled_resume(store: Store) -> Any:
     """Wait until the run records a scheduled resume; return it."""
 
     def recorded() -> Any:
-        with store.transaction() as db:
-            return db.scalar(select(Run.scheduled_resume_at))
+        with store.transaction() as rows:
+            found = rows("SELECT scheduled_resume_at FROM runs", {})
+        value = found[0]["scheduled_resume_at"] if found else None
+        return None if value is None else stored_time(value)
 
     return await eventually(recorded, "the run to schedule a resume", TIMEOUT)
 

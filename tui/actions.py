@@ -192,8 +192,7 @@ class ActionsApp(ViewApp):
     def read_spec_body(self, spec: str) -> None:
         """Read the spec's body, then open the editor on it."""
         try:
-            with self.portable() as source:
-                body = specs.spec_get(source, spec)["body"]
+            body = specs.spec_get(self.store(), spec)["body"]
         except Exception as error:
             self.call_from_thread(self.show_read_error, error)
             return
@@ -255,9 +254,8 @@ class ActionsApp(ViewApp):
         """Read the queue's members (and, to add, the project's Backlog), then open the
         dialog for ``verb``."""
         try:
-            with self.portable() as source:
-                listing = queues.queue_list(source, queue)
-                backlog = specs.spec_list(source, workdir=project, standalone=True)
+            listing = queues.queue_list(self.store(), queue)
+            backlog = specs.spec_list(self.store(), workdir=project, standalone=True)
         except Exception as error:
             self.call_from_thread(self.show_read_error, error)
             return

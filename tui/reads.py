@@ -2,11 +2,8 @@
 
 Every read is an operation's (the ones ``canopy spec list``, ``queue list``,
 ``graph list``, ``graph info`` and ``session list`` run); the screen only shows them.
-The graph and session operations load SQLAlchemy, pydantic, the graph model and the
-platforms, so they are imported by the reads that use them: the Backlog is drawn before
-they load. The Backlog's operations are in portable SQL: on SQLite the app hands them a
-runner on the stdlib ``sqlite3`` module (:mod:`canopy.store.direct`), as the CLI's fast
-lane does, so the first paint does not wait for SQLAlchemy either.
+The graph and session operations load pydantic, the graph model and the platforms, so
+they are imported by the reads that use them: the Backlog is drawn before they load.
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ from canopy.workdir import normalize_workdir
 
 if TYPE_CHECKING:
     from canopy.store.engine import Store
-    from canopy.store.queries import Rows
 
 Kind = Literal["spec", "queue", "graph", "session"]
 
@@ -51,26 +47,26 @@ class Page:
     nodes: tuple[str, ...] = ()
 
 
-def start_project(source: Store | Rows, workdir: str | None, cwd: str) -> str | None:
+def start_project(store: Store, workdir: str | None, cwd: str) -> str | None:
     """The project to start on: ``--workdir`` when given, else the one ``cwd`` lies in,
     else ``None`` (all projects)."""
     if workdir is not None:
         return normalize_workdir(workdir)
-    return projects.project_of(projects.project_list(source), cwd)
+    return projects.project_of(projects.project_list(store), cwd)
 
 
-def read_backlog(source: Store | Rows, project: str | None, text: str = "") -> Sidebar:
+def read_backlog(store: Store, project: str | None, text: str = "") -> Sidebar:
     """The project picker's choices (``project list``), the standalone specs of
     ``project`` (a workdir, or ``None`` for all) and every queue, the lists filtered by
     ``text``. Of the Backlog, only the rows shown are read, and the count: ``spec list
     --standalone --limit`` and ``spec count``, so 10,000 specs cost what 500 do."""
     contains = text or None
-    shown = specs.spec_list(source, project, None, True, contains, rows.SHOWN_ROWS)
-    total = specs.spec_count(source, project, None, True, contains)["count"]
+    shown = specs.spec_list(store, project, None, True, contains, rows.SHOWN_ROWS)
+    total = specs.spec_count(store, project, None, True, contains)["count"]
     return Sidebar(
-        projects=projects.project_list(source),
+        projects=projects.project_list(store),
         backlog=rows.Listing([rows.spec_row(spec) for spec in shown], total),
-        queues=rows.listing(queues.queue_list(source)["queues"], rows.queue_row, text),
+        queues=rows.listing(queues.queue_list(store)["queues"], rows.queue_row, text),
     )
 
 
@@ -93,25 +89,18 @@ def read_activity(store: Store, project: str | None, finished: bool, text: str =
     )
 
 
-PORTABLE_PAGES: frozenset[Kind] = frozenset({"spec", "queue", "session"})
-"""The pages read by operations in portable SQL, which a ``sqlite3`` runner can serve."""
-
-
-def read_page(source: Store | Rows, kind: Kind, item_id: str) -> Page:
+def read_page(store: Store, kind: Kind, item_id: str) -> Page:
     """The page for one item, read as ``spec get``, ``queue list Q``, ``session get
-    --transcript`` or ``graph info`` (with its consistency check against Temporal). Only
-    the kinds in :data:`PORTABLE_PAGES` may be read from a runner."""
+    --transcript`` or ``graph info`` (with its consistency check against Temporal)."""
     if kind == "spec":
-        return Page(kind, item_id, panes.spec_page(specs.spec_get(source, item_id)))
+        return Page(kind, item_id, panes.spec_page(specs.spec_get(store, item_id)))
     if kind == "queue":
-        return Page(kind, item_id, panes.queue_page(queues.queue_list(source, item_id)))
+        return Page(kind, item_id, panes.queue_page(queues.queue_list(store, item_id)))
     if kind == "session":
-        return Page(kind, item_id, panes.session_page(session_transcript(source, item_id)))
+        return Page(kind, item_id, panes.session_page(session_transcript(store, item_id)))
     from canopy.ops import graphs
-    from canopy.store.engine import Store
 
-    assert isinstance(source, Store)  # graph info is not a portable-SQL operation
-    info = graphs.graph_info(source, item_id)
+    info = graphs.graph_info(store, item_id)
     ui_url = devserver.status()["ui_url"]
     page = panes.graph_page(info, utcnow(), ui_url)
     return Page(kind, item_id, page, tuple(node["name"] for node in info.nodes))

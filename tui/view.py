@@ -11,8 +11,6 @@ redrawn. The actions on what is shown build on this class (:mod:`canopy.tui.acti
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -21,14 +19,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Header, Input, Label, OptionList, Select, Static
 
 from canopy.errors import Refused, unexpected_error_line
-from canopy.store import direct
 from canopy.tui import reads
 from canopy.tui.rows import Listing
 from canopy.tui.sections import Section
 
 if TYPE_CHECKING:
     from canopy.store.engine import Store
-    from canopy.store.queries import Rows
 
 REFRESH_SECONDS = 1.0
 DAEMON_CHECK_SECONDS = 5.0
@@ -126,20 +122,13 @@ class ViewApp(App[None]):
 
     def store(self) -> Store:
         """The store the CLI would open (``CANOPY_HOME`` / ``CANOPY_DB_URL``), opened on
-        first use, on a worker thread. SQLAlchemy loads then, after the first paint."""
+        first use, on a worker thread (a store that must first be created or migrated
+        takes a moment)."""
         if self._store is None:
             from canopy.store.engine import open_store
 
             self._store = open_store()
         return self._store
-
-    @contextmanager
-    def portable(self) -> Iterator[Store | Rows]:
-        """Where the operations in portable SQL read: on SQLite a runner on its own
-        ``sqlite3`` connection, in one transaction (as the CLI's fast lane reads), else
-        the store (Postgres, or a store that must first be created or migrated)."""
-        with direct.transaction() as rows:
-            yield self.store() if rows is None else rows
 
     def refresh_view(self) -> None:
         """Re-read what is shown, each part unless it is still being read. At start the
@@ -169,10 +158,9 @@ class ViewApp(App[None]):
         """Read the project picker's choices, the Backlog and the queues, filtered by
         ``text``; the first read also chooses the project to start on."""
         try:
-            with self.portable() as source:
-                if first:
-                    project = reads.start_project(source, self.start_workdir, self.cwd)
-                sidebar = reads.read_backlog(source, project, text)
+            if first:
+                project = reads.start_project(self.store(), self.start_workdir, self.cwd)
+            sidebar = reads.read_backlog(self.store(), project, text)
             self.call_from_thread(self.show_sidebar, project, text, sidebar, first)
         except Exception as error:
             self.call_from_thread(self.show_read_error, error)
@@ -194,11 +182,7 @@ class ViewApp(App[None]):
     def read_page(self, kind: reads.Kind, item_id: str) -> None:
         """Read the page of the selected item."""
         try:
-            if kind in reads.PORTABLE_PAGES:
-                with self.portable() as source:
-                    page = reads.read_page(source, kind, item_id)
-            else:
-                page = reads.read_page(self.store(), kind, item_id)
+            page = reads.read_page(self.store(), kind, item_id)
             self.call_from_thread(self.show_page, page)
         except Exception as error:
             self.call_from_thread(self.show_read_error, error)

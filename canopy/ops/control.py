@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from canopy.contracts.graph_run_signals import QUERY_STATUS, SIGNAL_CONTINUE, SIGNAL_RESET
 from canopy.errors import Refused
 from canopy.ops import control_checks as checks
-from canopy.ops.common import sql_transaction
 from canopy.store import queries
 from canopy.store.graph_reset import reset_graph_record
 from canopy.temporal import client as temporal_client
@@ -41,7 +40,6 @@ if TYPE_CHECKING:
     from canopy.ops.control_checks import Control, GraphState, Steering
     from canopy.ops.graph_info import GraphInfo
     from canopy.store.engine import Store
-    from canopy.store.queries import Rows
 
 ANSWER_WAIT_SECONDS = 5.0
 """How long a command polls the store for the workflow's answer before explaining the delay."""
@@ -67,7 +65,7 @@ T = TypeVar("T")
 
 
 async def graph_continue(
-    store: Store | Rows,
+    store: Store,
     graph: str,
     mode: str = "recheck",
     node: str | None = None,
@@ -79,28 +77,26 @@ async def graph_continue(
 
 
 async def graph_pause(
-    store: Store | Rows, graph: str, wait: float = ANSWER_WAIT_SECONDS
+    store: Store, graph: str, wait: float = ANSWER_WAIT_SECONDS
 ) -> dict[str, Any]:
     """Pause a running graph at the next spec boundary (the spec in flight finishes)."""
     return await steer(store, checks.check_pause(store, graph), wait)
 
 
-async def graph_stop(
-    store: Store | Rows, graph: str, wait: float = ANSWER_WAIT_SECONDS
-) -> dict[str, Any]:
+async def graph_stop(store: Store, graph: str, wait: float = ANSWER_WAIT_SECONDS) -> dict[str, Any]:
     """Cancel the node in flight and pause (:func:`~canopy.ops.control_checks.check_stop`)."""
     return await steer(store, checks.check_stop(store, graph), wait)
 
 
 async def graph_reset(
-    store: Store | Rows, graph: str, wait: float = ANSWER_WAIT_SECONDS
+    store: Store, graph: str, wait: float = ANSWER_WAIT_SECONDS
 ) -> dict[str, Any]:
     """Return the graph to ``idle`` (:func:`~canopy.ops.control_checks.check_reset`)."""
     return await steer(store, checks.check_reset(store, graph), wait)
 
 
 async def steer(
-    store: Store | Rows, steering: Steering, wait: float = ANSWER_WAIT_SECONDS
+    store: Store, steering: Steering, wait: float = ANSWER_WAIT_SECONDS
 ) -> dict[str, Any]:
     """Carry out a checked command: signal the run's workflow and wait up to ``wait``
     seconds for the store to show the effect; a reset with no workflow to ask (none, or
@@ -127,9 +123,7 @@ class _WorkflowGone(Exception):
     """The run's workflow cannot take signals: it has ended or Temporal does not know it."""
 
 
-async def _send(
-    store: Store | Rows, state: GraphState, control: Control, wait: float
-) -> dict[str, Any]:
+async def _send(store: Store, state: GraphState, control: Control, wait: float) -> dict[str, Any]:
     """Signal the active run's workflow, then wait for the store to show the effect; never
     through another Temporal than the one the run was started on."""
     run = checks.require_run(state)
@@ -171,21 +165,20 @@ async def _signal(handle: WorkflowHandle[Any, Any], control: Control) -> None:
 
 
 async def _await_store(
-    store: Store | Rows,
+    store: Store,
     before: GraphState,
     landed: Callable[[GraphState, GraphState], bool],
     wait: float,
 ) -> tuple[GraphState, bool]:
     """Poll the store until ``landed`` holds or ``wait`` seconds pass; the last state seen.
 
-    Every poll reads what the workflow committed last: on a :class:`Store` each one is a
-    transaction of its own, and the fast lane's runner has no transaction open (its
-    ``sqlite3`` connection begins one only to write, and a check writes nothing).
+    Every poll reads what the workflow committed last: each one is a transaction of its
+    own.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     while True:
-        with sql_transaction(store) as rows:
+        with store.transaction() as rows:
             after = checks.read_state(rows, before.id)
         if landed(before, after):
             return after, True
@@ -329,9 +322,9 @@ async def _daemon_problem() -> str | None:
 # --------------------------------------------------------------------------- store-only reset
 
 
-def _reset_in_store(store: Store | Rows, state: GraphState, note: str | None) -> dict[str, Any]:
+def _reset_in_store(store: Store, state: GraphState, note: str | None) -> dict[str, Any]:
     """Reset with no workflow to ask; refused if a run started since ``state`` was read."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         queries.lock_graph(rows, state.id)
         current = checks.read_state(rows, state.id)
         if current.run != state.run:

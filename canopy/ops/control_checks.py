@@ -2,9 +2,8 @@
 
 Every command (``graph continue|pause|stop|reset``) first reads the graph and its active
 run and refuses, in one line naming the current state, what does not apply; only then
-does :mod:`canopy.ops.control` signal the run's workflow. The reads are portable SQL on
-a :class:`Store` or the CLI's fast-lane runner, and this module imports neither
-SQLAlchemy, pydantic nor asyncio: a refused command costs a few milliseconds.
+does :mod:`canopy.ops.control` signal the run's workflow. This module imports neither
+pydantic nor asyncio: a refused command costs no more than its store read.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from canopy.contracts.graph_run_signals import (
     SIGNAL_STOP,
 )
 from canopy.errors import Refused
-from canopy.ops.common import sql_transaction
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
 from canopy.timefmt import to_iso
@@ -93,8 +91,8 @@ def read_state(rows: Rows, graph_id: str) -> GraphState:
     )
 
 
-def _state_of(store: Store | Rows, graph: str) -> GraphState:
-    with sql_transaction(store) as rows:
+def _state_of(store: Store, graph: str) -> GraphState:
+    with store.transaction() as rows:
         return read_state(rows, queries.resolve_id(rows, "graph", graph))
 
 
@@ -164,12 +162,12 @@ def require_run(state: GraphState) -> ActiveRun:
 
 
 def check_continue(
-    store: Store | Rows, graph: str, mode: str, node: str | None, spec: str | None
+    store: Store, graph: str, mode: str, node: str | None, spec: str | None
 ) -> Steering:
     """Resume a paused run: ``recheck`` the dirty-tree guard, ``run_from_node`` (a directed
     start of ``spec`` at ``node``, not refused by the guard) or ``skip_next_spec``."""
     _check_mode(mode, node, spec)
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         state = read_state(rows, queries.resolve_id(rows, "graph", graph))
         if state.status != "paused":
             raise Refused(
@@ -187,7 +185,7 @@ def check_continue(
     return Steering(state, Control(SIGNAL_CONTINUE, payload, _resumed, late))
 
 
-def check_pause(store: Store | Rows, graph: str) -> Steering:
+def check_pause(store: Store, graph: str) -> Steering:
     """Pause a running graph at the next spec boundary (the spec in flight finishes)."""
     state = _state_of(store, graph)
     _check_running(state, "pause", "")
@@ -195,7 +193,7 @@ def check_pause(store: Store | Rows, graph: str) -> Steering:
     return Steering(state, Control(SIGNAL_PAUSE, None, _not_running, late))
 
 
-def check_stop(store: Store | Rows, graph: str) -> Steering:
+def check_stop(store: Store, graph: str) -> Steering:
     """Cancel the node in flight (its process group is killed), mark the spec interrupted
     and pause; ``continue`` runs the spec again."""
     state = _state_of(store, graph)
@@ -204,7 +202,7 @@ def check_stop(store: Store | Rows, graph: str) -> Steering:
     return Steering(state, Control(SIGNAL_STOP, None, _not_running, late))
 
 
-def check_reset(store: Store | Rows, graph: str) -> Steering:
+def check_reset(store: Store, graph: str) -> Steering:
     """Return the graph to ``idle``: blocker cleared, bound specs reopened to pending.
 
     An active run is asked to end (it stops its node and marks its spec interrupted).

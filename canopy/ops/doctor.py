@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from canopy.errors import Refused
 from canopy.ops import retired_runs
-from canopy.ops.common import sql_transaction
 from canopy.permissions import Permissions, nearest, stored_permissions
 from canopy.store.queries import stored_json
 
@@ -104,10 +103,10 @@ class DoctorReport:
         return shown
 
 
-def doctor(store: Store | Rows) -> DoctorReport:
+def doctor(store: Store) -> DoctorReport:
     """Check every platform this data dir uses (or the built-in ones, if none yet), and
     the server for runs of the retired workflow type."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         uses = platform_uses(rows)
     if not uses:
         uses = [Use(name, nearest(_configured(name)), "(not used yet)") for name in BUILT_IN]

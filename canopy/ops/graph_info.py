@@ -3,9 +3,8 @@
 :class:`GraphInfo` is read from the store in one transaction (:func:`stored_graph_info`,
 :func:`read_graph_info`); the CLI's views and the consistency check read its fields, and
 its JSON form (:meth:`GraphInfo.as_json`) is ``graph info --json`` and the MCP ``graph
-get`` answer. It is read with portable SQL (:func:`~canopy.ops.common.sql_transaction`)
-into stdlib dataclasses, so the CLI's fast lane builds the same model without SQLAlchemy
-or pydantic, which alone would cost several interpreter starts.
+get`` answer. It is read into stdlib dataclasses, so reading a graph does not load
+pydantic, which alone would cost several interpreter starts.
 
 The stored parts (nodes, ensembles, hooks, blocker, hook configs) are the JSON the store
 keeps, handed over as it is: the JSON form leaves out only what the store did not have.
@@ -20,7 +19,6 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 from canopy.errors import Refused
-from canopy.ops.common import sql_transaction
 from canopy.ops.usage import USAGE_COUNTS, usage_by
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.queries import resolve_id, stored_json
@@ -260,10 +258,10 @@ class GraphInfo:
         return asdict(self)
 
 
-def stored_graph_info(store: Store | Rows, graph: str) -> GraphInfo:
+def stored_graph_info(store: Store, graph: str) -> GraphInfo:
     """The graph ``graph`` (a name, id or unique id prefix) names, as the store has it:
     everything ``graph info`` shows but the consistency warning, which asks Temporal."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         return read_graph_info(rows, resolve_id(rows, "graph", graph), graph)
 
 

@@ -11,10 +11,6 @@ effect at the next node launch. Deleting a graph is refused while a run of it is
 definition, the bound specs, the run record and, for a graph the store calls running, a
 ``consistency_warning`` computed against Temporal by :mod:`canopy.ops.control`);
 ``graph_get`` is its JSON form, ``graph info --json``.
-
-The writes (``graph_create``, ``graph_edit``, ``graph_delete``) are portable SQL on a row
-runner (:func:`canopy.ops.common.sql_transaction`), so the CLI's fast lane serves them
-with ``sqlite3``, and this module does not import SQLAlchemy: a :class:`Store` brings it.
 """
 
 from __future__ import annotations
@@ -31,7 +27,6 @@ from canopy.graphs.hooks import (
     resolve_spec_ids,
 )
 from canopy.ids import new_id
-from canopy.ops.common import rows_of, sql_transaction
 from canopy.ops.graph_info import (
     GraphInfo,
     RunInfo,
@@ -57,10 +52,10 @@ _INSERT_GRAPH = (
     " :host, :allow_dirty_start, :permissions, :nodes, :ensembles, :hooks, 'idle', 'null',"
     " :created_at, :updated_at)"
 )
-"""A new graph's row; ``blocker`` is JSON ``null``, as the ORM's JSON column stores None."""
+"""A new graph's row; ``blocker`` is JSON ``null``, as new graphs have always had it."""
 
 
-def graph_create(store: Store | Rows, definition: Mapping[str, Any]) -> dict[str, Any]:
+def graph_create(store: Store, definition: Mapping[str, Any]) -> dict[str, Any]:
     """A new, idle graph from a whole definition, binding the specs it lists.
 
     Hooks' ``spec_ids`` resolve against the specs it binds (a new graph has no run).
@@ -73,7 +68,7 @@ def graph_create(store: Store | Rows, definition: Mapping[str, Any]) -> dict[str
     now = utcnow()
     columns = _definition_columns(graph, now)
     graph_id = new_id("graph")
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         rows(_INSERT_GRAPH, {**columns, "id": graph_id, "created_at": now})
         _bind_specs(rows, graph_id, graph.specs)
         hooks = _resolved_hooks(rows, graph_id, columns["hooks"], HOOK_EVENTS)
@@ -85,8 +80,8 @@ def graph_create(store: Store | Rows, definition: Mapping[str, Any]) -> dict[str
 
 def graph_list(store: Store) -> list[dict[str, Any]]:
     """Every graph, oldest first, with its status, blocker and counts."""
-    with store.transaction() as db:
-        return queries.list_graphs(rows_of(db))
+    with store.transaction() as rows:
+        return queries.list_graphs(rows)
 
 
 def graph_info(store: Store, graph: str) -> GraphInfo:
@@ -130,7 +125,7 @@ async def graph_get_async(store: Store, graph: str) -> dict[str, Any]:
     return (await graph_info_async(store, graph)).as_json()
 
 
-def graph_edit(store: Store | Rows, graph: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str, Any]:
     """Replace the fields ``changes`` names, keep the rest, and re-validate the whole.
 
     ``hooks`` replaces the hook list of each event it names (other events are kept; the
@@ -141,7 +136,7 @@ def graph_edit(store: Store | Rows, graph: str, changes: Mapping[str, Any]) -> d
     """
     if not changes:
         raise Refused("graph edit needs at least one field to change")
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         graph_id = _locked(rows, graph)
         stored = _stored_definition(rows, graph_id)
         merged = {**stored, **changes}
@@ -163,13 +158,13 @@ def graph_edit(store: Store | Rows, graph: str, changes: Mapping[str, Any]) -> d
         return edited
 
 
-def graph_delete(store: Store | Rows, graph: str) -> dict[str, Any]:
+def graph_delete(store: Store, graph: str) -> dict[str, Any]:
     """Delete a graph and its run record; its bound specs become standalone again.
 
     The run record (runs, their specs and node runs, hook runs) and the bindings go with
     the graph's row: their foreign keys cascade, on both paths.
     """
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         graph_id = _locked(rows, graph)
         active = first_active(graph_runs(rows, graph_id))
         if active is not None:

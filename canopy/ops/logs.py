@@ -5,7 +5,7 @@ A node run's output is the ``output.log`` its process writes, read from disk: as
 (``raw``, and always for a command node), or rendered by the adapter of the platform that
 ran it (:meth:`~canopy.platforms.base.Platform.render`), with what the run came to once it
 has ended (:meth:`~canopy.platforms.base.Platform.render_end`). :class:`GraphLogs` reads
-the node runs in portable SQL (the rows ``graph info`` shows) and each log from where its
+the node runs from the store (the rows ``graph info`` shows) and each log from where its
 last look stopped, so one reader serves a single look and ``--follow`` alike
 (:func:`follow`). Only files under the data dir's ``logs`` directory are read: the store
 is not trusted to say where a file is. :class:`LogLines` words what the looks read as the
@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from canopy.errors import Refused
 from canopy.limits import LOG_LINES_LIMIT, check_range
-from canopy.ops.common import sql_transaction
 from canopy.ops.graph_info import NodeRunInfo, RunInfo, graph_runs, node_runs_of
 from canopy.paths import OUTPUT_LOG, canopy_home, run_log_dir
 from canopy.platforms import Platform, get_platform
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from canopy.store.engine import Store
-    from canopy.store.queries import Rows
 
 
 @dataclass(frozen=True)
@@ -119,14 +117,14 @@ class GraphLogs:
 
     def __init__(
         self,
-        store: Store | Rows,
+        store: Store,
         graph: str,
         *,
         spec: str | None = None,
         node: str | None = None,
         raw: bool = False,
     ) -> None:
-        with sql_transaction(store) as rows:
+        with store.transaction() as rows:
             self.graph_id = resolve_id(rows, "graph", graph)
             named = rows("SELECT name FROM graphs WHERE id = :id", {"id": self.graph_id})
             self.graph_name: str = named[0]["name"]
@@ -148,7 +146,7 @@ class GraphLogs:
         """
         if self.run is None:
             return []
-        with sql_transaction(self._store) as rows:
+        with self._store.transaction() as rows:
             node_runs = [n for n in node_runs_of(rows, self.run.id) if self._selects(n)]
         read: list[NodeLog] = []
         for node_run in node_runs[self._done :]:
@@ -177,7 +175,7 @@ DEFAULT_TAIL_LINES = 200
 
 
 def log_tail(
-    store: Store | Rows,
+    store: Store,
     graph: str,
     *,
     spec: str | None = None,

@@ -1,9 +1,7 @@
 """Notifications: what went wrong while nobody watched (``canopy notifications``).
 
 Written where the trouble is found (a message whose session is gone, a delivery that
-failed) in the same transaction as the record it explains, and read newest first: the
-listing is portable SQL (:func:`~canopy.ops.common.sql_transaction`), so the CLI's fast
-lane serves it too.
+failed) in the same transaction as the record it explains, and read newest first.
 """
 
 from __future__ import annotations
@@ -11,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from canopy.limits import NOTIFICATIONS_LIMIT, check_range
-from canopy.ops.common import sql_transaction
 from canopy.timefmt import to_iso, utcnow
 
 if TYPE_CHECKING:
@@ -39,13 +36,13 @@ def notify(
     )
 
 
-def notifications_list(store: Store | Rows, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
+def notifications_list(store: Store, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     """The ``limit`` most recent notifications, newest first.
 
     ``limit`` is bounded above too: SQLite cannot bind an integer beyond 64 bits.
     """
     check_range(limit, NOTIFICATIONS_LIMIT, "limit")
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         found = rows(
             "SELECT id, kind, text, session_id, message_id, created_at FROM notifications"
             " ORDER BY created_at DESC, id DESC LIMIT :limit",

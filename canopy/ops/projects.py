@@ -9,17 +9,15 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from canopy.ops.common import sql_transaction
 from canopy.workdir import normalize_workdir
 
 if TYPE_CHECKING:
     from canopy.store.engine import Store
-    from canopy.store.queries import Rows
 
 
-def project_list(store: Store | Rows) -> list[str]:
+def project_list(store: Store) -> list[str]:
     """Every distinct workdir of specs, graphs and sessions, sorted."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         found = rows(
             "SELECT workdir FROM specs WHERE workdir IS NOT NULL"
             " UNION SELECT workdir FROM graphs WHERE workdir IS NOT NULL"

@@ -4,10 +4,6 @@ Ordering rules live in :mod:`canopy.backlog.queue_rules`; this module loads memb
 rule and writes positions back. Every mutation first touches the queue's row, which
 takes the write lock on SQLite and a row lock on Postgres, so concurrent edits of one
 queue serialise instead of computing positions from a stale read.
-
-Like :mod:`canopy.ops.specs`, it is written in portable SQL against a
-:data:`~canopy.store.queries.Rows` runner: each operation takes the store or, from the
-CLI's fast lane, a runner on the stdlib ``sqlite3`` module.
 """
 
 from __future__ import annotations
@@ -18,7 +14,6 @@ from canopy.backlog.queue_rules import Member, grouped_add_index, regrouped, reo
 from canopy.errors import Refused
 from canopy.ids import new_id
 from canopy.limits import GROUP_MAX_LENGTH, clean_name
-from canopy.ops.common import sql_transaction
 from canopy.store import queries
 from canopy.timefmt import utcnow
 
@@ -27,10 +22,10 @@ if TYPE_CHECKING:
     from canopy.store.queries import Rows
 
 
-def queue_create(store: Store | Rows, name: str) -> dict[str, Any]:
+def queue_create(store: Store, name: str) -> dict[str, Any]:
     """An empty queue; names are unique so they can stand in for ids."""
     checked_name = clean_name(name, "queue name")
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         taken = rows("SELECT id FROM queues WHERE name = :name", {"name": checked_name})
         if taken:
             raise Refused(f"queue name {checked_name!r} is taken by {taken[0]['id']}")
@@ -42,21 +37,19 @@ def queue_create(store: Store | Rows, name: str) -> dict[str, Any]:
         return queries.queue_listing(rows, queue_id)
 
 
-def queue_list(store: Store | Rows, queue: str | None = None) -> dict[str, Any]:
+def queue_list(store: Store, queue: str | None = None) -> dict[str, Any]:
     """One queue's members in order with the outcome of its latest run, or every queue
     with its counts."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         if queue is None:
             return {"queues": queries.list_queues(rows)}
         return queries.queue_listing(rows, queue)
 
 
-def queue_add_spec(
-    store: Store | Rows, queue: str, spec: str, group: str | None = None
-) -> dict[str, Any]:
+def queue_add_spec(store: Store, queue: str, spec: str, group: str | None = None) -> dict[str, Any]:
     """Add a spec: after its group's last pending member when grouped, else at the end."""
     clean_group = _clean_group(group)
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         queue_id, spec_id = _resolve_pair(rows, queue, spec, member=False)
         members = _lock_and_load(rows, queue_id)
         if any(m.spec_id == spec_id for m in members):
@@ -75,18 +68,18 @@ def queue_add_spec(
         return queries.queue_listing(rows, queue_id)
 
 
-def queue_remove_spec(store: Store | Rows, queue: str, spec: str) -> dict[str, Any]:
+def queue_remove_spec(store: Store, queue: str, spec: str) -> dict[str, Any]:
     """Take a spec out of a queue (the spec itself stays in the backlog)."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         queue_id, spec_id = _resolve_pair(rows, queue, spec, member=True)
         _lock_and_load(rows, queue_id)
         remove_member_row(rows, queue_id, spec_id)
         return queries.queue_listing(rows, queue_id)
 
 
-def queue_reorder(store: Store | Rows, queue: str, order: list[str]) -> dict[str, Any]:
+def queue_reorder(store: Store, queue: str, order: list[str]) -> dict[str, Any]:
     """Replace the queue's order; refused unless it lists every member once, unsplit."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         queue_id = queries.resolve_id(rows, "queue", queue)
         members = _lock_and_load(rows, queue_id)
         proposed = [_match_member(members, entry) for entry in order]
@@ -94,12 +87,10 @@ def queue_reorder(store: Store | Rows, queue: str, order: list[str]) -> dict[str
         return queries.queue_listing(rows, queue_id)
 
 
-def queue_set_group(
-    store: Store | Rows, queue: str, spec: str, group: str | None
-) -> dict[str, Any]:
+def queue_set_group(store: Store, queue: str, spec: str, group: str | None) -> dict[str, Any]:
     """Set (moving the member next to its group) or clear (``None``) a member's group."""
     clean_group = _clean_group(group)
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         queue_id, spec_id = _resolve_pair(rows, queue, spec, member=True)
         members = _lock_and_load(rows, queue_id)
         _write_order(rows, queue_id, members, regrouped(members, spec_id, clean_group))

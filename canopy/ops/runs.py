@@ -27,7 +27,6 @@ from canopy.contracts.graph_run import GRAPH_RUN_WORKFLOW, RUN_SEARCH_ATTRIBUTES
 from canopy.errors import Refused, store_errors
 from canopy.ids import new_id
 from canopy.ops import control
-from canopy.ops.common import sql_transaction
 from canopy.ops.tuning import run_tuning
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
@@ -143,10 +142,10 @@ def _check_start(
     does, with the dirty-tree guard before its first spec, so a dirty tree on the host
     parks it with the usual blocker."""
     named_host = temporal_client.check_host(host) if host is not None else None
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         graph_id = queries.resolve_id(rows, "graph", graph)
         queue_id = queries.resolve_id(rows, "queue", queue) if queue is not None else None
-        row = _graph(rows, graph_id)
+        row = queries.graph_record(rows, graph_id)
         _refuse_if_active(rows, row)
         run_workdir = normalize_workdir(workdir) if workdir is not None else row["workdir"]
         name, allow_dirty_start, graph_host = row["name"], row["allow_dirty_start"], row["host"]
@@ -208,24 +207,6 @@ def _checks_tree_here(host: str, workdir: str) -> bool:
     return host == temporal_client.this_host() or os.path.exists(workdir)
 
 
-def _graph(rows: Rows, graph_id: str) -> Row:
-    """The graph's fields a start reads, its JSON documents decoded."""
-    (row,) = rows(
-        "SELECT id, name, workdir, host, allow_dirty_start, status, updated_at,"
-        " CAST(nodes AS TEXT) AS nodes, CAST(ensembles AS TEXT) AS ensembles,"
-        " CAST(hooks AS TEXT) AS hooks, CAST(blocker AS TEXT) AS blocker"
-        " FROM graphs WHERE id = :id",
-        {"id": graph_id},
-    )
-    documents = {
-        "nodes": queries.stored_json(row["nodes"]) or [],
-        "ensembles": queries.stored_json(row["ensembles"]) or {},
-        "hooks": queries.stored_json(row["hooks"]) or {},
-        "blocker": queries.stored_json(row["blocker"]),
-    }
-    return {**row, **documents, "allow_dirty_start": bool(row["allow_dirty_start"])}
-
-
 def _refuse_if_active(rows: Rows, graph: Row) -> None:
     """The one-line refusal when the graph already has a running or paused run."""
     active, statuses = queries.bound_list("active", ACTIVE_RUN_STATUSES)
@@ -248,9 +229,9 @@ _INSERT_RUN = (
 
 def _record_run(store: Store, checked: CheckedStart) -> PreparedRun:
     """Write the run and mark the graph ``running``, holding the graph's row lock."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         queries.lock_graph(rows, checked.graph_id)
-        row = _graph(rows, checked.graph_id)
+        row = queries.graph_record(rows, checked.graph_id)
         _refuse_if_active(rows, row)
         (latest,) = rows(
             "SELECT MAX(number) AS number FROM runs WHERE graph_id = :id", {"id": row["id"]}
@@ -294,20 +275,20 @@ def _record_run(store: Store, checked: CheckedStart) -> PreparedRun:
 
 def _conflict_refusal(store: Store, checked: CheckedStart, error: Exception) -> Refused:
     """The refusal for a start that lost a race the lock did not settle."""
-    with sql_transaction(store) as rows:
-        row = _graph(rows, checked.graph_id)
+    with store.transaction() as rows:
+        row = queries.graph_record(rows, checked.graph_id)
         try:
             _refuse_if_active(rows, row)
         except Refused as refusal:
             return refusal
-    reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+    reason = str(error).strip().splitlines()[0]
     return Refused(f"graph {checked.graph_name} could not record its run ({reason}); try again")
 
 
 def forget_run(store: Store, prepared: PreparedRun) -> None:
     """Undo :func:`prepare_run` when the workflow could not be started."""
     before = prepared.graph_before
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         rows(
             "UPDATE graphs SET status = :status, blocker = :blocker, updated_at = :updated_at"
             " WHERE id = :id",
@@ -529,7 +510,7 @@ async def wait_until_settled(
     returns, ``on_completed``/``on_failed`` hooks have run. ``watch`` hears, at every look
     at the store while the graph runs, the node in flight (:func:`node_in_flight`).
     """
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         graph_id = queries.resolve_id(rows, "graph", graph)
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
@@ -554,18 +535,15 @@ async def wait_until_settled(
 
 def _graph_state(store: Store, graph_id: str) -> tuple[str, dict[str, Any] | None, str]:
     """The graph's status, blocker and name, read fresh."""
-    with sql_transaction(store) as rows:
-        (row,) = rows(
-            "SELECT status, CAST(blocker AS TEXT) AS blocker, name FROM graphs WHERE id = :id",
-            {"id": graph_id},
-        )
-    return row["status"], queries.stored_json(row["blocker"]), row["name"]
+    with store.transaction() as rows:
+        row = queries.graph_record(rows, graph_id)
+    return row["status"], row["blocker"], row["name"]
 
 
 def node_in_flight(store: Store, graph_id: str) -> dict[str, Any] | None:
     """The node the graph's run is running now: ``spec_id``, ``spec_name``, ``node`` and
     ``started_at``; ``None`` between nodes (a hook, the next spec being picked)."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         found = rows(
             "SELECT n.spec_id, s.name AS spec_name, n.node, n.started_at FROM node_runs n"
             " JOIN runs r ON r.id = n.run_id LEFT JOIN specs s ON s.id = n.spec_id"
@@ -591,7 +569,7 @@ async def _refuse_if_workflow_gone(store: Store, graph_id: str) -> None:
 
 def _latest_workflow_id(store: Store, graph_id: str) -> str | None:
     """The workflow id of the graph's latest run, if it has run."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         found = rows(
             "SELECT workflow_id FROM runs WHERE graph_id = :graph_id ORDER BY number DESC LIMIT 1",
             {"graph_id": graph_id},

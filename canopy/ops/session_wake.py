@@ -4,9 +4,8 @@ Whoever enqueues a message (``session send``, an interactive hook) wakes the ses
 workflow. The daemon also sweeps: at start and then every minute it wakes each session
 that has undelivered messages but no delivery workflow running, so a message queued while
 Temporal was unreachable still goes out on the next tick. temporalio is imported lazily,
-as in :mod:`canopy.temporal.client`, the workflow's contract (pydantic) only to wake one,
-and SQLAlchemy only by the daemon's sweep: the CLI's fast lane stores a message or
-resumes a session over ``sqlite3`` and then hands over from here.
+as in :mod:`canopy.temporal.client`, and the workflow's contract (pydantic) only to wake
+one: the CLI stores a message or resumes a session and then hands over from here.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from canopy.errors import Refused
-from canopy.ops.common import sql_transaction
 from canopy.ops.sessions import message_get, session_resume_either, session_send
 from canopy.ops.tuning import run_tuning
 from canopy.store.queries import UNDELIVERED_STATUSES, bound_list
@@ -26,7 +24,6 @@ if TYPE_CHECKING:
     from temporalio.client import Client
 
     from canopy.store.engine import Store
-    from canopy.store.queries import Rows
 
 POLL_SECONDS = 0.2
 
@@ -58,7 +55,7 @@ async def wake_stalled_sessions(client: Client, store: Store) -> list[str]:
     """Wake each session with undelivered messages whose delivery workflow is not running
     (a running one reads the store itself, so it is left alone); their ids."""
     undelivered, params = bound_list("undelivered", UNDELIVERED_STATUSES)
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         found = rows(
             "SELECT DISTINCT session_id FROM messages"
             f" WHERE status IN {undelivered} AND session_id IS NOT NULL",
@@ -139,11 +136,11 @@ async def hand_over(answer: dict[str, Any], session_id: str) -> dict[str, Any]:
     return answer
 
 
-async def wait_for_delivery(store: Store | Rows, message_id: str, timeout: float) -> dict[str, Any]:
+async def wait_for_delivery(store: Store, message_id: str, timeout: float) -> dict[str, Any]:
     """Wait until the message has left the queue (delivered or not); refuse on timeout.
 
     Each poll must read the latest commit: on a :class:`Store` each is a transaction of
-    its own; a runner must have no transaction open (the fast lane's, after its commit).
+    its own, so it reads what the delivery committed last.
     """
     deadline = time.monotonic() + timeout
     while True:

@@ -7,11 +7,9 @@ prompt is never lost: one that cannot reach its session stays recallable. Delive
 itself is the daemon's job (``workflows/session_delivery.py``); these operations only
 write the store, and the front ends then wake the session's delivery workflow.
 
-``session_new``, ``session_close``, ``session_send``, ``session_resume_either`` and
-``message_get`` are written in portable SQL against a row runner
-(:func:`canopy.ops.common.sql_transaction`), so the CLI's fast lane serves them with
-``sqlite3``; this module imports SQLAlchemy, the models and the platforms only inside the
-operations that need them, so the fast lane does not load them by importing it.
+The platforms are imported only inside the operations that need them, so the CLI's fast
+lane, which serves ``session new``, ``close``, ``send`` and ``resume``, does not load
+them by importing this module.
 """
 
 from __future__ import annotations
@@ -29,7 +27,6 @@ from canopy.limits import (
     clean_name,
     clean_path_safe_name,
 )
-from canopy.ops.common import sql_transaction
 from canopy.ops.notifications import notify
 from canopy.paths import session_path
 from canopy.permissions import checked_permissions
@@ -52,7 +49,7 @@ RECALLABLE_STATUSES = (SESSION_NOT_FOUND, "failed")
 
 
 def session_new(
-    store: Store | Rows,
+    store: Store,
     platform: str,
     name: str | None = None,
     workdir: str | None = None,
@@ -70,7 +67,7 @@ def session_new(
     level = checked_permissions(permissions)
     clean_workdir = _existing_workdir(workdir)
     checked_name = _clean_name(name) if name is not None else None
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         return _create(
             rows, platform, clean_workdir, checked_name, conversation_id=None, permissions=level
         )
@@ -78,20 +75,20 @@ def session_new(
 
 def session_list(store: Store, include_finished: bool = False) -> dict[str, Any]:
     """The live sessions (the set name-targeted hooks resolve against), or all of them."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         return {"sessions": queries.list_sessions(rows, include_finished=include_finished)}
 
 
 def session_get(store: Store, ref: str) -> dict[str, Any]:
     """One session, live or finished, by id, id prefix or name."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         return queries.find_session(rows, ref, live_only=False)
 
 
-def session_close(store: Store | Rows, ref: str) -> dict[str, Any]:
+def session_close(store: Store, ref: str) -> dict[str, Any]:
     """Finish a live session. A turn already running completes; messages still queued
     for it are kept and end up recallable (``session_not_found``) at delivery."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         target = queries.find_session(rows, ref, live_only=True)
         rows(
             "UPDATE sessions SET status = :status, closed_at = :now, updated_at = :now"
@@ -101,11 +98,11 @@ def session_close(store: Store | Rows, ref: str) -> dict[str, Any]:
         return _json(rows, target["id"])
 
 
-def session_resume(store: Store | Rows, ref: str) -> dict[str, Any]:
+def session_resume(store: Store, ref: str) -> dict[str, Any]:
     """Relaunch a finished session: the same id, and the same name unless another live
     session holds it (then a fresh generated one), so hooks aimed at either still reach it.
     """
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         target = queries.find_session(rows, ref, live_only=False)
         if target["status"] == LIVE:
             raise Refused(f"session {target['id']} ({target['name']}) is already live")
@@ -114,7 +111,7 @@ def session_resume(store: Store | Rows, ref: str) -> dict[str, Any]:
 
 
 def session_resume_either(
-    store: Store | Rows,
+    store: Store,
     ref: str | None,
     conversation_id: str | None,
     platform: str | None,
@@ -137,7 +134,7 @@ def session_resume_either(
 
 
 def session_resume_conversation(
-    store: Store | Rows, conversation_id: str, platform: str, workdir: str | None = None
+    store: Store, conversation_id: str, platform: str, workdir: str | None = None
 ) -> dict[str, Any]:
     """Resume a harness conversation by the harness's own id.
 
@@ -153,7 +150,7 @@ def session_resume_conversation(
     )
     adapter = get_platform(platform)
     clean_workdir = _existing_workdir(workdir)
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         driven = rows(
             "SELECT id, name, workdir, status FROM sessions"
             " WHERE harness_conversation_id = :conversation AND platform = :platform"
@@ -200,7 +197,7 @@ def harness_conversations(
         conversations, params = queries.bound_list(
             "conversation", [c.conversation_id for c in listed]
         )
-        with sql_transaction(store) as rows:
+        with store.transaction() as rows:
             found = rows(
                 "SELECT harness_conversation_id, id FROM sessions WHERE platform = :platform"
                 f" AND harness_conversation_id IN {conversations}",
@@ -224,14 +221,14 @@ def harness_conversations(
     }
 
 
-def session_send(store: Store | Rows, ref: str, prompt: str) -> dict[str, Any]:
+def session_send(store: Store, ref: str, prompt: str) -> dict[str, Any]:
     """Queue a prompt for a live session, as the prompt builder does; delivery follows.
 
-    The message is committed when this returns on a :class:`Store`; on a runner, when
-    its caller's transaction commits, which must come before the daemon is woken.
+    The message is committed when this returns, which must come before the daemon is
+    woken.
     """
     clean_prompt = _clean_prompt(prompt)
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         target = queries.find_session(rows, ref, live_only=True)
         message_id = _add_message(
             rows,
@@ -248,7 +245,7 @@ def session_send(store: Store | Rows, ref: str, prompt: str) -> dict[str, Any]:
 def session_recall(store: Store, ref: str | None = None) -> dict[str, Any]:
     """Messages that could not be delivered, oldest first (all, or one session's)."""
     recallable, params = queries.bound_list("recallable", RECALLABLE_STATUSES)
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         where = f"status IN {recallable}"
         if ref is not None:
             target = queries.find_session(rows, ref, live_only=False)
@@ -258,9 +255,9 @@ def session_recall(store: Store, ref: str | None = None) -> dict[str, Any]:
         return {"messages": [message_json(row) for row in found]}
 
 
-def message_get(store: Store | Rows, message_id: str) -> dict[str, Any]:
+def message_get(store: Store, message_id: str) -> dict[str, Any]:
     """One message with its provenance and delivery record."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         found = find_message(rows, message_id)
         if found is None:
             raise Refused(f"no message {message_id!r}")

@@ -1,10 +1,4 @@
-"""The spec backlog: list, count, get, create, update, delete, set_status, section.
-
-Written in portable SQL against a :data:`~canopy.store.queries.Rows` runner rather than
-the ORM: each operation takes the store or, from the CLI's fast lane, a runner on the
-stdlib ``sqlite3`` module (:func:`~canopy.ops.common.sql_transaction`), so ``spec get``
-and the spec writes start without SQLAlchemy.
-"""
+"""The spec backlog: list, count, get, create, update, delete, set_status, section."""
 
 from __future__ import annotations
 
@@ -14,7 +8,6 @@ from canopy.backlog import specformat
 from canopy.errors import Refused
 from canopy.ids import new_id
 from canopy.limits import SPEC_LIST_LIMIT, check_range, clean_name
-from canopy.ops.common import sql_transaction
 from canopy.ops.queues import remove_member_row
 from canopy.statuses import ACTIVE_RUN_STATUSES, SET_STATUS_ACTIONS, check_spec_status
 from canopy.store import queries
@@ -27,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def spec_list(
-    store: Store | Rows,
+    store: Store,
     workdir: str | None = None,
     status: str | None = None,
     standalone: bool = False,
@@ -40,12 +33,12 @@ def spec_list(
     if limit is not None:
         check_range(limit, SPEC_LIST_LIMIT, "limit")
     which = _spec_filter(workdir, status, standalone, contains)
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         return queries.list_specs(rows, which, limit)
 
 
 def spec_count(
-    store: Store | Rows,
+    store: Store,
     workdir: str | None = None,
     status: str | None = None,
     standalone: bool = False,
@@ -54,7 +47,7 @@ def spec_count(
     """How many specs :func:`spec_list` would list with the same filters and no limit
     (the TUI's Backlog heading, while it reads only the rows it shows)."""
     which = _spec_filter(workdir, status, standalone, contains)
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         return {"count": queries.count_specs(rows, which)}
 
 
@@ -70,21 +63,19 @@ def _spec_filter(
     )
 
 
-def spec_get(store: Store | Rows, spec: str) -> dict[str, Any]:
+def spec_get(store: Store, spec: str) -> dict[str, Any]:
     """One spec with its full body, parsed sections and where it is used."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         return _spec_json(rows, _load(rows, spec))
 
 
-def spec_create(
-    store: Store | Rows, name: str, body: str, workdir: str | None = None
-) -> dict[str, Any]:
+def spec_create(store: Store, name: str, body: str, workdir: str | None = None) -> dict[str, Any]:
     """A new standalone, pending spec; the body must be in the tagged format."""
     checked_name = clean_name(name, "spec name")
     specformat.validate_for_write(body)
     tag = normalize_workdir(workdir) if workdir is not None else None
     spec_id = new_id("spec")
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         rows(
             "INSERT INTO specs (id, name, body, workdir, status, created_at, updated_at)"
             " VALUES (:id, :name, :body, :workdir, 'pending', :now, :now)",
@@ -94,7 +85,7 @@ def spec_create(
 
 
 def spec_update(
-    store: Store | Rows,
+    store: Store,
     spec: str,
     name: str | None = None,
     body: str | None = None,
@@ -114,18 +105,18 @@ def spec_update(
         changes["body"] = body
     if workdir is not None or clear_workdir:
         changes["workdir"] = normalize_workdir(workdir) if workdir is not None else None
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         spec_id = _load(rows, spec)["id"]
         _write(rows, spec_id, changes)
         return _spec_json(rows, _load(rows, spec_id))
 
 
-def spec_delete(store: Store | Rows, spec: str) -> dict[str, Any]:
+def spec_delete(store: Store, spec: str) -> dict[str, Any]:
     """Delete an unbound spec, taking it out of every queue it was in.
 
     Refused for a spec bound to a graph and for one an active run is draining.
     """
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         row = _load(rows, spec)
         spec_id = row["id"]
         _refuse_if_bound(rows, spec_id, "delete")
@@ -143,13 +134,13 @@ def spec_delete(store: Store | Rows, spec: str) -> dict[str, Any]:
         return {"id": spec_id, "deleted": True, "removed_from_queues": queue_ids}
 
 
-def spec_set_status(store: Store | Rows, spec: str, action: str) -> dict[str, Any]:
+def spec_set_status(store: Store, spec: str, action: str) -> dict[str, Any]:
     """Admin transition of a standalone spec: complete, skip or reopen."""
     if action not in SET_STATUS_ACTIONS:
         raise Refused(
             f"unknown set_status action {action!r}; one of {', '.join(SET_STATUS_ACTIONS)}"
         )
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         row = _load(rows, spec)
         _refuse_if_bound(rows, row["id"], action)
         _refuse_if_in_progress(row)
@@ -157,9 +148,9 @@ def spec_set_status(store: Store | Rows, spec: str, action: str) -> dict[str, An
         return _spec_json(rows, _load(rows, row["id"]))
 
 
-def spec_section(store: Store | Rows, spec: str, section: str) -> dict[str, Any]:
+def spec_section(store: Store, spec: str, section: str) -> dict[str, Any]:
     """One canonical section of a spec body, as markdown."""
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         row = _load(rows, spec)
         markdown = specformat.section(row["body"], section)
         return {"id": row["id"], "section": specformat.section_name(section), "markdown": markdown}

@@ -1,8 +1,8 @@
 """Per-run knobs from the environment, read by a graph run's start and a session's wake.
 
 Apart from :mod:`canopy.ops.runs` because it is stdlib only: ``canopy session send``
-wakes a session's delivery workflow with its heartbeat timeout, and should not load
-SQLAlchemy (which the run operations need) to read one environment variable.
+wakes a session's delivery workflow with its heartbeat timeout, and should not load the
+run operations (the workflow's contract, pydantic) to read one environment variable.
 """
 
 import os

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from canopy.errors import Refused
 from canopy.limits import USAGE_SINCE_DAYS
-from canopy.ops.common import sql_transaction
 from canopy.store.queries import resolve_id
 from canopy.timefmt import to_iso, utcnow
 
@@ -90,13 +89,13 @@ def _rounded(row: Row) -> Row:
 
 
 def usage_report(
-    store: Store | Rows, since: str | None = None, graph: str | None = None
+    store: Store, since: str | None = None, graph: str | None = None
 ) -> dict[str, Any]:
     """``canopy usage``: what the ledger's records used, by platform and model, with the
     total; only records ended within ``since`` (a duration) and of ``graph`` (a name, id
     or unique id prefix) when given. Records that reported nothing are left out."""
     cutoff = since_cutoff(since, utcnow()) if since is not None else None
-    with sql_transaction(store) as rows:
+    with store.transaction() as rows:
         graph_id = resolve_id(rows, "graph", graph) if graph is not None else None
         conditions = ["1 = 1"]
         params: dict[str, Any] = {}

@@ -1,20 +1,29 @@
-"""Opening the store: engine, pragmas, migrations, one transaction per operation."""
+"""Opening the store and running each operation's transaction on it.
 
-from collections.abc import Iterator
+This is the one way to the store: every operation, activity, command, TUI read and MCP
+tool runs its SQL through :meth:`Store.transaction`, on the stdlib ``sqlite3`` driver or
+psycopg (:mod:`canopy.store.drivers`). Opening a store that is missing or behind this
+version's schema migrates it first (:mod:`canopy.store.migrate`, the only code that loads
+alembic and SQLAlchemy); a store already at head opens with the driver alone.
+"""
+
+from __future__ import annotations
+
+import threading
 from contextlib import contextmanager
 from functools import cache
-from pathlib import Path
-from typing import Any
-
-from sqlalchemy import Engine, create_engine, event, make_url, text
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
+from typing import TYPE_CHECKING
 
 from canopy.errors import Refused
 from canopy.paths import configured_db_url, sqlite_path
+from canopy.store import drivers
 from canopy.store.schema_version import HEAD_REVISION
 
-MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from canopy.store.drivers import Connection, Dialect
+    from canopy.store.queries import Rows
 
 
 def database_url() -> str:
@@ -22,70 +31,75 @@ def database_url() -> str:
     return configured_db_url() or f"sqlite:///{sqlite_path()}"
 
 
-def _enable_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    """WAL lets the CLI read while the worker writes; foreign keys keep members honest."""
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=10000")
-    cursor.close()
-
-
-def make_engine(url: str) -> Engine:
-    """An engine for ``url`` with Canopy's SQLite pragmas applied to every connection."""
-    engine = create_engine(url, future=True)
-    if engine.dialect.name == "sqlite":
-        event.listen(engine, "connect", _enable_sqlite_pragmas)
-    return engine
-
-
-def current_revision(engine: Engine) -> str | None:
-    """The alembic revision the database is at, or ``None`` for a fresh database."""
-    with engine.connect() as connection:
-        try:
-            row = connection.execute(text("SELECT version_num FROM alembic_version")).first()
-        except Exception:
-            return None
-    return None if row is None else str(row[0])
-
-
-def migrate(engine: Engine) -> None:
-    """Bring the schema to head; alembic is imported only when there is work to do."""
-    if current_revision(engine) == HEAD_REVISION:
-        return
-    from alembic import command
-    from alembic.config import Config
-
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
-
-
 ANALYSIS_LIMIT = 1000
 """Rows SQLite's ``ANALYZE`` samples per index: enough for the planner's choices."""
 
+IDLE_CONNECTIONS = 16
+"""Connections kept open between transactions: one per thread of a worker's activity pool
+(``SYNC_ACTIVITY_THREADS``), so a busy worker does not reconnect per store call (a
+Postgres connection costs milliseconds). More may be open at once; the rest close."""
+
 
 class Store:
-    """A migrated database and the sessions that work on it."""
+    """A migrated database and the transactions that work on it.
+
+    Connections are opened on demand and kept for reuse (:data:`IDLE_CONNECTIONS`), each
+    used by one transaction, on one thread, at a time.
+    """
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self._idle: list[Connection] = []
+        self._lock = threading.Lock()
+        self._generation = 0
         try:
-            self.engine = make_engine(url)
-            migrate(self.engine)
-        except (SQLAlchemyError, ImportError) as error:
-            where = make_url(url).render_as_string(hide_password=True)
-            reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
-            raise Refused(f"cannot open the store at {where}: {reason}") from error
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+            self._target = drivers.target_of(url)
+            if self.revision() != HEAD_REVISION:
+                from canopy.store.migrate import upgrade
+
+                upgrade(self._target)
+        except Exception as error:
+            if not isinstance(error, (ValueError, ImportError, *drivers.driver_errors())):
+                raise
+            lines = str(error).strip().splitlines() or [type(error).__name__]
+            raise Refused(
+                f"cannot open the store at {drivers.shown_url(url)}: {lines[0]}"
+            ) from error
+
+    @property
+    def dialect(self) -> Dialect:
+        """``sqlite`` or ``postgresql``: for the few things only one of them has."""
+        return self._target.dialect
 
     @contextmanager
-    def transaction(self) -> Iterator[Session]:
-        """One operation's transaction: commit on success, roll back on any error."""
-        with self._sessions() as db, db.begin():
-            yield db
+    def transaction(self) -> Iterator[Rows]:
+        """One operation's transaction, as a runner of portable SQL: committed if the block
+        returns, rolled back if it raises."""
+        generation = self._generation
+        connection = self._checkout()
+        try:
+            yield drivers.runner(connection, self.dialect)
+            connection.commit()
+        except BaseException:
+            self._checkin(connection, generation, healthy=_rolled_back(connection))
+            raise
+        self._checkin(connection, generation, healthy=True)
+
+    def revision(self) -> str | None:
+        """The alembic revision the database is at; ``None`` for a fresh database.
+
+        A database that cannot be reached raises; one without Canopy's tables does not.
+        """
+        generation = self._generation
+        connection = self._checkout()
+        try:
+            found = drivers.runner(connection, self.dialect)(
+                "SELECT version_num FROM alembic_version", {}
+            )
+        except drivers.driver_errors():
+            found = []
+        self._checkin(connection, generation, healthy=_rolled_back(connection))
+        return str(found[0]["version_num"]) if found else None
 
     def refresh_statistics(self) -> None:
         """Let SQLite's query planner see the tables as they are now (``ANALYZE``, bounded
@@ -95,15 +109,47 @@ class Store:
         on a big queue (``bench/read_ahead.py``); a run's start refreshes them, since that
         is when a big queue begins to drain. Postgres keeps its own (autovacuum).
         """
-        if self.engine.dialect.name != "sqlite":
+        if self.dialect != "sqlite":
             return
-        with self.engine.begin() as connection:
-            connection.exec_driver_sql(f"PRAGMA analysis_limit={ANALYSIS_LIMIT}")
-            connection.exec_driver_sql("ANALYZE")
+        with self.transaction() as rows:
+            rows(f"PRAGMA analysis_limit={ANALYSIS_LIMIT}", {})
+            rows("ANALYZE", {})
 
     def close(self) -> None:
-        """Release pooled connections (tests open many stores)."""
-        self.engine.dispose()
+        """Close the idle connections (tests open many stores). The store stays usable:
+        a later transaction connects again, and a connection in use now is closed when
+        its transaction ends."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+            self._generation += 1
+        for connection in idle:
+            connection.close()
+
+    def _checkout(self) -> Connection:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return drivers.connect(self._target)
+
+    def _checkin(self, connection: Connection, generation: int, *, healthy: bool) -> None:
+        """Keep ``connection`` for the next transaction, unless it failed, the store was
+        closed since it was taken, or enough are idle already."""
+        with self._lock:
+            kept = healthy and generation == self._generation
+            if kept and len(self._idle) < IDLE_CONNECTIONS:
+                self._idle.append(connection)
+                return
+        connection.close()
+
+
+def _rolled_back(connection: Connection) -> bool:
+    """Roll back whatever ``connection`` has open; whether it is still fit to reuse (a
+    connection the database dropped cannot even roll back)."""
+    try:
+        connection.rollback()
+    except Exception:
+        return False
+    return True
 
 
 @cache

@@ -1,8 +1,5 @@
 """The store side of a reset, in portable SQL: shared by ``canopy graph reset`` of a graph
-with no workflow to ask and by the run's own reset activity.
-
-Portable SQL (:data:`~canopy.store.queries.Rows`) rather than the ORM, so the CLI's fast
-lane can reset a settled graph without importing SQLAlchemy. Only stdlib imports here.
+with no workflow to ask and by the run's own reset activity. Only stdlib imports here.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
-"""SQLAlchemy 2 models: the schema of record.
+"""The schema of record, as SQLAlchemy tables: what alembic compares a database with.
 
-The tables change only through alembic migrations (``canopy/store/migrations``); a test
-checks that the migrated schema matches these models. Execution state lives in Temporal;
-these tables hold definitions and the readable record of what ran.
+The tables change only through alembic migrations (``canopy/store/migrations``), whose
+environment hands these models to alembic (so ``alembic revision --autogenerate`` sees
+what changed); a test checks that the migrated schema matches them. Nothing else imports
+this module: Canopy reads and writes the tables in SQL through
+:meth:`~canopy.store.engine.Store.transaction`. Execution state lives in Temporal; these
+tables hold definitions and the readable record of what ran.
 """
 
 from datetime import datetime

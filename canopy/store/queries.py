@@ -1,30 +1,24 @@
 """Read queries shared by every caller (and the graph's write lock), written once as
-portable SQL.
-
-They run through SQLAlchemy (``text()``) inside operations and through the stdlib
-``sqlite3`` module in the CLI's fast lane, so the hot listings start in a few
-milliseconds without importing SQLAlchemy. Both drivers accept ``:name`` parameters.
-Only stdlib imports here.
+portable SQL, on the runner a store transaction gives (:data:`Rows`). Only stdlib
+imports here.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, TypeAlias
 
 from canopy.errors import Refused
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.timefmt import to_iso
 
-if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
-    from typing import Any, TypeAlias
-
-    Row: TypeAlias = dict[str, Any]
-    Rows: TypeAlias = Callable[[str, Mapping[str, Any]], list[Row]]
-    """Runs one SQL statement with named parameters and returns its rows as dicts."""
+Row: TypeAlias = dict[str, Any]
+Rows: TypeAlias = Callable[[str, Mapping[str, Any]], list[Row]]
+"""Runs one SQL statement with named parameters, inside a store transaction
+(:meth:`~canopy.store.engine.Store.transaction`), and returns its rows as dicts."""
 
 _TABLE_OF_KIND = {
     "spec": "specs",
@@ -112,6 +106,26 @@ def lock_graph(rows: Rows, graph_id: str) -> None:
     committed, instead of deciding from a stale read.
     """
     rows("UPDATE graphs SET name = name WHERE id = :id", {"id": graph_id})
+
+
+def graph_record(rows: Rows, graph_id: str) -> Row:
+    """A graph's row as a run reads it: its JSON documents (nodes, ensembles, hooks,
+    blocker) decoded and ``allow_dirty_start`` a bool. Raises if there is no such graph."""
+    (row,) = rows(
+        "SELECT id, name, workdir, host, allow_dirty_start, permissions, status, updated_at,"
+        " CAST(nodes AS TEXT) AS nodes, CAST(ensembles AS TEXT) AS ensembles,"
+        " CAST(hooks AS TEXT) AS hooks, CAST(blocker AS TEXT) AS blocker"
+        " FROM graphs WHERE id = :id",
+        {"id": graph_id},
+    )
+    return {
+        **row,
+        "allow_dirty_start": bool(row["allow_dirty_start"]),
+        "nodes": stored_json(row["nodes"]) or [],
+        "ensembles": stored_json(row["ensembles"]) or {},
+        "hooks": stored_json(row["hooks"]) or {},
+        "blocker": stored_json(row["blocker"]),
+    }
 
 
 def spec_row_json(row: Row) -> Row:
