@@ -4,13 +4,13 @@ Usage: ``make bench`` or ``.venv/bin/python -m bench.cli_latency [--specs N] [--
 [--runs R]``.
 Each command runs R times in a fresh process (output to /dev/null); the table gives the
 median wall time and its ratio to ``python -c pass`` measured in the same run, so the
-figures compare across machines. It covers every read command, the writes on the fast
-lane (``spec create``, ``queue add``, ``session new``, ``session close``, ``graph
-create``, ``graph edit``, ``graph delete``), ``canopy --help`` and a group's ``--help``, a
-steering command on the fast lane (``graph pause``, refused by the store before any
-signal), and the floors under the slowest of them: bare imports of the graph model and
-the Temporal SDK. It reports which of the heavy packages each command imported. Commands
-run with their bytecode cached, as in an installation (:func:`bench.commands.command_env`).
+figures compare across machines. It covers every read command, the common writes
+(``spec create``, ``queue add``, ``session new``, ``session close``, ``graph create``,
+``graph edit``, ``graph delete``), ``canopy --help`` and a group's ``--help``, a steering
+command (``graph pause``, refused by the store before any signal), and the floors under
+the slowest of them: bare imports of the graph model and the Temporal SDK. It reports
+which of the heavy packages each command imported. Commands run with their bytecode
+cached, as in an installation (:func:`bench.commands.command_env`).
 """
 
 import argparse

@@ -10,7 +10,7 @@ from pathlib import Path
 def command_env(home: Path) -> dict[str, str]:
     """This process's environment for commands on the scratch store at ``home``.
 
-    The SQLite store (``CANOPY_DB_URL`` dropped: the fast lane serves SQLite only), and
+    The SQLite store (``CANOPY_DB_URL`` dropped), and
     bytecode cached as an installation caches it: with ``PYTHONDONTWRITEBYTECODE`` set
     (as in some development shells) every run would compile again each module changed
     since its ``.pyc`` was written, a few milliseconds each, which is not what users pay.

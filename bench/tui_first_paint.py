@@ -5,7 +5,7 @@ Usage: ``.venv/bin/python -m bench.tui_first_paint [--specs N] [--runs R] [--ref
 Each round starts the TUI in a fresh process (Textual's headless driver, 120x40) and
 times it from the spawn until its Backlog shows the specs it should (the heading counts
 them all; the list shows the first 500) and the screen has been drawn; the same rounds
-run ``canopy spec list --json`` (all N specs, the fast lane) and ``python -c pass``,
+run ``canopy spec list --json`` (all N specs) and ``python -c pass``,
 interleaved, so the ratios survive a busy machine. Each is also measured in CPU time
 (user + system, all threads; the TUI's until its first paint), which other processes on
 the machine hardly move, unlike wall-clock time. The TUI's

@@ -2,8 +2,7 @@
 
 The suffix comes from the operating system's randomness, as :func:`secrets.choice` draws
 it, through :class:`random.SystemRandom` directly: :mod:`secrets` also imports
-:mod:`hmac`, :mod:`hashlib` and :mod:`base64`, which the CLI's fast lane would pay for on
-every write.
+:mod:`hmac`, :mod:`hashlib` and :mod:`base64`, which every CLI write would pay for.
 """
 
 from random import SystemRandom

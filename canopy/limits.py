@@ -14,7 +14,7 @@ The checks come in two layers. ``*_problem`` functions return what is wrong (or
 in front; ``clean_*``/``check_*`` functions wrap them for the operations and raise
 :class:`Refused` with the subject named.
 
-Stdlib only and cheap to import: the CLI's fast lane imports this (through
+Stdlib only and cheap to import: every CLI command imports this (through
 :mod:`canopy.workdir`, and every command checks its arguments with it). So no dataclass
 or NamedTuple, and patterns are strings compiled on first use (``re`` caches them),
 behind fast paths.

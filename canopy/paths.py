@@ -1,6 +1,6 @@
 """Where Canopy keeps its data: ``CANOPY_HOME`` or the platform's user data dir.
 
-Imported by the CLI's fast lane, so the string-returning helpers use ``os.path`` only;
+Imported by every CLI command, so the string-returning helpers use ``os.path`` only;
 pathlib and platformdirs load when something asks for them.
 """
 

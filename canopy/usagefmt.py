@@ -2,7 +2,7 @@
 
 The CLI's tables and the platform adapters' log views (``canopy graph logs``) word usage
 alike, so both take it from here, below every layer that shows it. Stdlib only and cheap
-to import: the CLI's fast lane draws ``graph info`` with it.
+to import: ``graph info`` draws its tables with it.
 """
 
 from __future__ import annotations

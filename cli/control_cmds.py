@@ -2,8 +2,8 @@
 
 Each command is refused from the store when it does not apply, then signals the run's
 workflow and waits a few seconds for the store to show the effect (see docs/control.md).
-The commands' bodies are :mod:`canopy.cli.steering`, which the fast lane runs too; they
-are imported when a command runs, not when ``canopy graph`` is built for its help.
+The commands' bodies are :mod:`canopy.cli.steering`, imported when a command runs, not
+when ``canopy graph`` is built for its help.
 """
 
 from typing import Annotated

@@ -2,7 +2,7 @@
 :mod:`canopy.cli.views`).
 
 Nodes, ensembles and hook configs are shown from the JSON the store keeps, their kind read
-by :mod:`canopy.graphs.kinds`, so the fast lane draws them without the graph model.
+by :mod:`canopy.graphs.kinds`, so ``graph info`` draws them without the graph model.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""What commands read beyond plain option values, shared by the typer commands and the
-fast lane (no typer import): text the user points at (``--body-file``, ``--file``; ``-``
-is stdin), graph definitions, and arguments that only make sense together.
+"""What commands read beyond plain option values (no typer import): text the user points
+at (``--body-file``, ``--file``; ``-`` is stdin), graph definitions, and arguments that
+only make sense together.
 
 One reader for every file input, so each is bounded and decoded the same way: at most
 ``max_bytes`` are read (``/dev/zero`` or a runaway pipe cannot fill memory), and bytes

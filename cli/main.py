@@ -1,14 +1,13 @@
 """Entry point of the ``canopy`` console script.
 
-The store commands people and agents run most go through :mod:`canopy.cli.fastlane`
-(no typer, no temporalio); everything else builds the typer
-app, which loads only the command it runs. Whatever happens, a
+Every command goes through the typer app, which loads only the command it runs (see
+:mod:`canopy.cli.app`). Whatever happens, a
 failed command prints one line on stderr and exits 1: a refusal from any operation as
 ``error: <reason>``, anything else (a bug, the store refusing a racing write) as the one
 line :func:`canopy.errors.unexpected_error_line` makes of it, with the traceback only
 when ``CANOPY_DEBUG=1`` asks for it. With ``--json`` the same line is also printed as
-``{"error": …}`` on stdout (:func:`canopy.cli.render.refuse`), for the fast lane and typer
-alike; typer's usage errors too (:class:`canopy.cli.app.LazyRoot`).
+``{"error": …}`` on stdout (:func:`canopy.cli.render.refuse`); typer's usage errors too
+(:class:`canopy.cli.app.LazyRoot`).
 """
 
 import os
@@ -24,10 +23,6 @@ def run(args: list[str]) -> int:
     as_json = json_requested(args)
     try:
         _check_arguments(args)
-        from canopy.cli import fastlane
-
-        if fastlane.try_run(args):
-            return 0
         from canopy.cli.app import app
 
         app(args=args, prog_name="canopy")

@@ -1,4 +1,4 @@
-"""Printing conventions shared by every command (no typer import: the fast lane uses it).
+"""Printing conventions shared by every command (no typer import: the entry point uses it).
 
 ``--json`` prints machine output on stdout; human output uses tables. Refusals are one
 line on stderr and exit code 1 (usage errors are typer's exit 2); with ``--json``

@@ -4,7 +4,6 @@ Each command imports the run operations (the Temporal SDK) when it runs, not
 when ``canopy graph`` is built for its help.
 """
 
-import asyncio
 from typing import Annotated, Any
 
 import typer
@@ -34,6 +33,8 @@ def run(
 ) -> None:
     """Start a run over the graph's bound specs or a queue (refused if the tree is dirty or
     no worker serves the host)."""
+    import asyncio
+
     from canopy.ops import runs
 
     result = asyncio.run(
@@ -53,6 +54,8 @@ def wait(
     as_json: JsonFlag = False,
 ) -> None:
     """Block until the graph is no longer running; print how it settled."""
+    import asyncio
+
     from canopy.ops import runs
 
     check_range(timeout, WAIT_SECONDS, "--timeout")

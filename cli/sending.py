@@ -1,6 +1,5 @@
 """The bodies of ``canopy session send`` and ``session resume``, the session commands that
-send work to the daemon, shared by the typer commands (:mod:`canopy.cli.session_cmds`)
-and the fast lane, so both answer alike.
+send work to the daemon, imported when one runs (:mod:`canopy.cli.session_cmds`).
 
 Each runs in two steps because nothing a user entered may be lost: the store step
 (:func:`store_message`, or the resume operation) checks the command and writes, and only

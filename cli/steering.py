@@ -1,5 +1,5 @@
-"""The bodies of ``canopy graph continue|pause|stop|reset``, shared by the typer commands
-(:mod:`canopy.cli.control_cmds`) and the fast lane, so both answer alike.
+"""The bodies of ``canopy graph continue|pause|stop|reset``: imported when one of these
+commands runs, not when :mod:`canopy.cli.control_cmds` builds them for ``--help``.
 
 Each command is checked against the store first (:mod:`canopy.ops.control_checks`): a
 refusal costs no more than the store read. Only a command that applies loads asyncio and

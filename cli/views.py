@@ -1,4 +1,4 @@
-"""Human renderings shared by the typer commands and the fast lane (no typer import)."""
+"""Human renderings of the commands' results (no typer import)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Hostile input at every front door: exit 1, one ``error:`` line, no traceback, no write.
 
-The CLI runs in-process through its real entry point (:func:`cli.main.run`, fast lane
-included) with stdin, stdout and stderr swapped by typer's ``CliRunner.isolation``, so
+The CLI runs in-process through its real entry point (:func:`cli.main.run`) with stdin,
+stdout and stderr swapped by typer's ``CliRunner.isolation``, so
 bytes that are not UTF-8 reach it exactly as a pipe would hand them over. The property
 tests throw generated junk at the input parsers (bodies, names, workdirs, groups, graph
 files, numbers, nesting); the plain tests pin each case a hostile user actually
@@ -466,8 +466,8 @@ def test_escape_sequences_in_stored_names_print_escaped(world: World) -> None:
     shown = printable(hostile)
     assert shown == "\\x1b[2J\\x1b]0;title\\x07[/x]\\nnext"
     for args in (
-        ["spec", "list"],  # the fast lane
-        ["queue", "list"],  # the fast lane
+        ["spec", "list"],
+        ["queue", "list"],
         ["queue", "list", queue],
         ["spec", "get", spec],
         ["spec", "update", spec, "--workdir", "/w"],

@@ -24,7 +24,7 @@ RUN = "from canopy.cli.main import run\nassert run({args!r}) == 0"
 """The CLI's entry point, running one command."""
 
 ENTRY_POINTS = {
-    "cli, fast lane": RUN.format(args=["spec", "list", "--json"]),
+    "cli, spec list": RUN.format(args=["spec", "list", "--json"]),
     "cli, typer": RUN.format(args=["session", "recall", "--json"]),
     "cli, a write": RUN.format(args=["queue", "create", "q"]),
     "cli, graph list": RUN.format(args=["graph", "list"]),
@@ -64,12 +64,12 @@ def test_the_typer_path_loads_no_sqlalchemy_either(tmp_path: Path) -> None:
     home.mkdir()
     url = f"sqlite:///{home / 'canopy.db'}"
     Store(url).close()
-    assert imports_of(home, ENTRY_POINTS["cli, fast lane"], {"CANOPY_DB_URL": url}) == ""
+    assert imports_of(home, ENTRY_POINTS["cli, spec list"], {"CANOPY_DB_URL": url}) == ""
 
 
 def test_a_missing_store_is_migrated_into_being(tmp_path: Path) -> None:
     """The one time alembic loads: the first command of a data dir creates the store."""
     home = tmp_path / "home"
     home.mkdir()
-    assert "alembic" in imports_of(home, ENTRY_POINTS["cli, fast lane"])
+    assert "alembic" in imports_of(home, ENTRY_POINTS["cli, spec list"])
     assert Store(f"sqlite:///{home / 'canopy.db'}").revision() is not None

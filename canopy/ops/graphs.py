@@ -61,7 +61,7 @@ def graph_create(store: Store, definition: Mapping[str, Any]) -> dict[str, Any]:
     Hooks' ``spec_ids`` resolve against the specs it binds (a new graph has no run).
     """
     # The graph model (pydantic, jinja2, the platforms) is imported by the writes that
-    # validate a definition, not by reads or deletes, which the fast lane serves too.
+    # validate a definition, not by reads or deletes, which must start fast.
     from canopy.graphs.model import validate_definition
 
     graph = validate_definition(definition)

@@ -4,7 +4,7 @@ Every node run and agent hook run records what its harness reported (tokens, cos
 turns, duration, model; ``NULL`` where it said nothing). This module sums those records:
 by run and by spec for ``graph info`` (:func:`usage_by`), and by platform and model over a
 time window for ``canopy usage`` (:func:`usage_report`). Portable SQL, stdlib only, so
-the CLI's fast lane serves ``canopy usage`` too. A sum over records that reported nothing
+``canopy usage`` starts fast. A sum over records that reported nothing
 is ``None`` (SQL's ``SUM``), never a made-up zero.
 """
 

@@ -1,4 +1,4 @@
-"""The alembic head revision, as a constant the CLI's fast lane can read without alembic.
+"""The alembic head revision, as a constant the store can check without importing alembic.
 
 A test checks it equals the head of ``canopy/store/migrations``; bump it with every new
 migration.
