@@ -7,7 +7,7 @@ inside a one-line field forges another line. Both front ends show such text: the
 printers (:mod:`canopy.cli.render`) and the TUI's log view. So the escaping lives here,
 below both, and each shows exactly the same characters for the same text.
 
-Stdlib only and cheap to import: the CLI's fast lane imports this.
+Stdlib only and cheap to import: every CLI command imports this.
 """
 
 from __future__ import annotations
