@@ -1,4 +1,4 @@
-"""The Canopy daemon: hosts Canopy's workflows and activities on Temporal (DESIGN §2, §3).
+"""The Canopy daemon: hosts Canopy's workflows and activities on Temporal.
 
 One process runs two Temporal workers side by side: one on the shared main task queue
 (session delivery and its store calls) and one on this host's agents task queue (graph

@@ -422,8 +422,8 @@ class RunRecords:
     @activity.defn
     def queue_settlement(self, request: RunRef) -> dict[str, Any] | None:
         """For a drained queue run: ``None`` if every member completed, was skipped or is held
-        by another active run, else the blocker naming the members that did not complete
-        (DESIGN §6.6). A member another run holds is not this run's failure; the blocker
+        by another active run, else the blocker naming the members that did not complete.
+        A member another run holds is not this run's failure; the blocker
         names the run that has it. Its ``node`` is the node that ended the first failed
         member (``{{node}}`` of ``on_failed``).
 

@@ -1,4 +1,4 @@
-"""Delivering a session's messages (DESIGN §8): one resume-with-prompt turn per message.
+"""Delivering a session's messages: one resume-with-prompt turn per message.
 
 :class:`DeliveryActivities`: ``next_message`` (main queue) reads the session's oldest
 undelivered message. ``deliver_message`` (the agents queue of the session's host) runs

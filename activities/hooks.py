@@ -1,4 +1,4 @@
-"""Firing a graph event's hooks (DESIGN §7), on the agents queue of the run's host.
+"""Firing a graph event's hooks, on the agents queue of the run's host.
 
 The stored hooks are read when the event fires, so an edit that lands before an event is
 the one that fires, and hooks are not retroactive. Hooks run in declaration order; each

@@ -325,7 +325,7 @@ def chosen_session_id(launch: NodeLaunch) -> str:
 
 
 def node_env(launch: NodeLaunch, values: dict[str, str | None]) -> dict[str, str]:
-    """The environment every node process gets (DESIGN §5)."""
+    """The environment every node process gets."""
     return {
         "CANOPY_SPEC_ID": launch.spec_id,
         "CANOPY_SPEC_NAME": values["spec_name"] or "",

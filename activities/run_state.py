@@ -94,7 +94,7 @@ class RunControl:
     def group_session(self, query: GroupSessionQuery) -> str | None:
         """The harness session node ``node`` captured for the group's latest completed sibling.
 
-        Grouped queue members share a warm session (DESIGN §6.9): only siblings whose
+        Grouped queue members share a warm session: only siblings whose
         passage *completed* count, so a failed sibling's session is never reused; and only
         sessions of ``platform``, the only harness that can resume them.
         """

@@ -17,7 +17,7 @@ minimal workflow running one trivial activity per item, on the same dev server, 
 right after the first baseline and right before the second. Canopy's per-spec time is
 reported as a multiple of the floor's per-item time, next to the history events,
 activities and workflow tasks per spec (counted event by event over the run's whole
-continue-as-new chain) and the targets issue 13 sets for them.
+continue-as-new chain) and the targets set for them.
 
 ``--drain N`` is the scale run: the same measurement over a big queue (default 10,000),
 reported as throughput, the worker's peak memory (``VmHWM``) and the largest history of
@@ -71,9 +71,9 @@ FLOOR_ITEMS_MAX = 500
 does not depend on length, and one execution of 500 items (~3,000 events) stays under the
 history size at which a real workflow would continue as new."""
 TARGET_FLOOR_RATIO = 1.5
-"""Issue 13's target for Canopy's per-spec time, as a multiple of the floor's per item."""
+"""The target for Canopy's per-spec time, as a multiple of the floor's per item."""
 TARGET_EVENTS_PER_SPEC = 15.0
-"""Issue 13's target for history events per spec, over the whole continue-as-new chain."""
+"""The target for history events per spec, over the whole continue-as-new chain."""
 PROGRESS_EVERY_SECONDS = 10.0
 STALL_SECONDS = 180.0
 GIT_IDENTITY = ["-c", "user.name=canopy bench", "-c", "user.email=bench@example.invalid"]
@@ -703,7 +703,7 @@ def overhead_table(results: Results) -> list[str]:
 
 
 def targets_table(results: Results) -> list[str]:
-    """Canopy per spec against the floor per item, next to issue 13's targets: the history
+    """Canopy per spec against the floor per item, next to the targets: the history
     figures say how many round trips a spec costs, the time what they cost here."""
     n, chain, floor = results.count, results.chain, results.floor_chain
     items = results.floors[0].items
@@ -740,7 +740,7 @@ def targets_table(results: Results) -> list[str]:
     ]
     return [
         f"per spec (engine: all {len(chain.lengths)} executions of the continue-as-new "
-        "chain) and per floor item, against the targets of issue 13\n",
+        "chain) and per floor item, against the targets\n",
         "| per spec | engine | floor | target | met |",
         "| --- | ---: | ---: | ---: | --- |",
         *(f"| {' | '.join(row)} |" for row in rows),

@@ -7,7 +7,7 @@ Temporal itself cannot make cheaper on this machine and server: one activity (sc
 dispatched eagerly on the workflow's own task queue, run, completed) and the workflow task
 that follows it, with payloads going through the pydantic data converter as Canopy's do.
 Whatever Canopy costs above this is its own choice (activities per spec, task queues,
-store work), which is what the targets of issue 13 are about.
+store work), which is what the engine's per-spec targets are about.
 
 The worker runs in the benchmark's process, on a task queue of its own so Canopy's worker
 never sees these tasks, and only while the floor is measured: during the engine run it

@@ -1,4 +1,4 @@
-"""Identifier generation: ``<kind>-<random suffix>`` (DESIGN §4).
+"""Identifier generation: ``<kind>-<random suffix>``.
 
 The suffix comes from the operating system's randomness, as :func:`secrets.choice` draws
 it, through :class:`random.SystemRandom` directly: :mod:`secrets` also imports

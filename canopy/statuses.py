@@ -1,4 +1,4 @@
-"""Status vocabularies (DESIGN §4, §6)."""
+"""Status vocabularies."""
 
 SPEC_STATUSES = ("pending", "in_progress", "completed", "failed", "skipped")
 

@@ -1,4 +1,4 @@
-"""``canopy graph continue|pause|stop|reset``: steering a run (DESIGN §6.4 to §6.8).
+"""``canopy graph continue|pause|stop|reset``: steering a run.
 
 Each command is refused from the store when it does not apply, then signals the run's
 workflow and waits a few seconds for the store to show the effect (see docs/control.md).

@@ -1,4 +1,4 @@
-"""``canopy session …`` and ``canopy notifications``: interactive sessions (DESIGN §8).
+"""``canopy session …`` and ``canopy notifications``: interactive sessions.
 
 The session operations (the platforms) are imported when a command runs, not
 when ``canopy session`` is built for its help.

@@ -1,5 +1,5 @@
-"""Exactly once, with the bookkeeping merged into the node activity and local activities
-(issue 13): a worker SIGKILLed between a node's end and the record of it, or during a
+"""Exactly once, with the bookkeeping merged into the node activity and local activities:
+a worker SIGKILLed between a node's end and the record of it, or during a
 local activity, leaves every spec completed once and every hook fired once.
 
 The store is held still with SQLite's EXCLUSIVE lock (from this test's process), so the

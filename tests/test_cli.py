@@ -113,7 +113,7 @@ def test_backlog_and_queue_tour(home: Path) -> None:
 
 
 def test_project_list_and_standalone_specs_read_as_the_tui_shows_them(home: Path) -> None:
-    """The TUI's project picker and Backlog, from the CLI (issue 16: one set of
+    """The TUI's project picker and Backlog, from the CLI (one set of
     operations behind every front end)."""
     a = create_spec(home, "alpha", "--workdir", "/w")
     b = create_spec(home, "beta", "--workdir", "/v")

@@ -1,4 +1,4 @@
-"""Run control from the front (``graph continue|pause|stop|reset``, DESIGN §6.4 to §6.8).
+"""Run control from the front (``graph continue|pause|stop|reset``).
 
 Refusals and the store-only reset need no Temporal. On the real dev server: the commands
 against the real GraphRunV2 workflow, the note when no worker serves the run, and

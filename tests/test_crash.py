@@ -1,4 +1,4 @@
-"""Crash resilience (DESIGN §6.10): a SIGKILLed worker and a restarted dev server.
+"""Crash resilience: a SIGKILLed worker and a restarted dev server.
 
 These run the daemon the way users do — ``canopy server start`` (persisted to a db file)
 and ``python worker.py`` as real processes — and kill them mid-run. The run must still

@@ -1,4 +1,4 @@
-"""Graph definitions and their operations (DESIGN §5, §9), on every store backend."""
+"""Graph definitions and their operations, on every store backend."""
 
 import copy
 import os
@@ -46,7 +46,7 @@ INFO_KEYS = {
 
 
 def example(**changes: Any) -> dict[str, Any]:
-    """The DESIGN §5 example graph (without bound specs), with top-level fields replaced."""
+    """The example graph of docs/graphs.md (without bound specs), with top-level fields replaced."""
     definition: dict[str, Any] = {
         "name": "build",
         "workdir": "/src/app",

@@ -1,4 +1,4 @@
-"""Event-keyed hooks as ``graph_create`` / ``graph_edit`` accept and store them (DESIGN §7).
+"""Event-keyed hooks as ``graph_create`` / ``graph_edit`` accept and store them.
 
 Store-level, on every backend: each refusal is one line naming the event and hook index
 and writes nothing; ``spec_ids`` resolve to full ids against the bound specs and the

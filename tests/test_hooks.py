@@ -1,4 +1,4 @@
-"""Hook firing on the real dev server (reference "Event-keyed hooks"; DESIGN §7).
+"""Hook firing on the real dev server (reference "Event-keyed hooks").
 
 Command hooks append what they saw to a file in the test's tmp dir, so each test reads
 exactly which hooks fired, in which order, with which marker values and environment.

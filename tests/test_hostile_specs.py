@@ -1,5 +1,5 @@
 """Hostile and huge spec text through a real run: no shell ever reads it, and a prompt of
-any size reaches the agent (issue: trust). Real dev server, real shells, the fake agent."""
+any size reaches the agent. Real dev server, real shells, the fake agent."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""The MCP server (``canopy mcp``, DESIGN §9, docs/mcp.md).
+"""The MCP server (``canopy mcp``, docs/mcp.md).
 
 Driven in-process through ``mcp.Client(server)`` in both of the SDK's in-process modes —
 ``direct`` (the modern per-request dispatch, no framing) and ``jsonrpc`` (the legacy

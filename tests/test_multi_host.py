@@ -1,4 +1,4 @@
-"""Workers on several hosts (DESIGN §3): each graph's nodes run where its workdir is.
+"""Workers on several hosts: each graph's nodes run where its workdir is.
 
 Two real worker processes with different ``CANOPY_HOST``s serve one dev server and one
 store (Postgres when the run has one, as a deployment at scale would). Both serve the

@@ -1,6 +1,6 @@
 """Run control on the real dev server: the guard between specs and its ways out, pause,
 stop, reset, and warm sessions for context groups (reference: "Dirty-tree guard between
-specs", "Context groups"; DESIGN §6.4 to §6.9)."""
+specs", "Context groups")."""
 
 from pathlib import Path
 from typing import Any

@@ -1,6 +1,6 @@
 """Runs racing each other on the real dev server, on SQLite and on Postgres: one active run
 per graph however many starts arrive at once, one run per spec when queues share specs,
-and the start that finds the graph's previous workflow still closing (DESIGN §6.1, §6.2).
+and the start that finds the graph's previous workflow still closing.
 """
 
 import asyncio

@@ -1,4 +1,4 @@
-"""Message delivery by the daemon (reference: session paragraphs; DESIGN §8), on the real
+"""Message delivery by the daemon (reference: session paragraphs), on the real
 dev server with an in-process worker and the fake agent standing in for the harness.
 """
 

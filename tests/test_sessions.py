@@ -1,5 +1,5 @@
 """Sessions and message targeting in the store (reference "Event-keyed hooks", session
-paragraphs; DESIGN §8). Delivery through the daemon is in ``test_session_delivery.py``.
+paragraphs). Delivery through the daemon is in ``test_session_delivery.py``.
 """
 
 import re

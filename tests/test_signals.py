@@ -1,4 +1,4 @@
-"""No signal can wedge a run (issue 14): sent with the real ``temporal`` CLI, as users
+"""No signal can wedge a run: sent with the real ``temporal`` CLI, as users
 steer runs, a control signal with no input takes its defaults, and one that does not fit
 (input that is no JSON, an unknown mode, wrong types, input where none is taken, a name
 Canopy does not know) is ignored: kept on the run's summary and as a notification, shown in the

@@ -1,4 +1,4 @@
-"""Stalled agents (issue 15): an agent that prints nothing for ``stall_minutes`` is killed
+"""Stalled agents: an agent that prints nothing for ``stall_minutes`` is killed
 with its process group, its node run ends ``stalled``, and the node's ``on_failure``
 applies. The limit is per node, defaults to the config file's ``[agents]`` value (60
 minutes unless set), and 0 turns it off."""

@@ -199,7 +199,7 @@ def test_overlong_names_and_groups_are_refused(store: Store, field: str, limit: 
 
 
 def test_list_of_one_queue_gives_its_latest_runs_outcomes(store: Store) -> None:
-    """The queue page's "outcome of the latest run" (issue 16): the run started last over
+    """The queue page's "outcome of the latest run": the run started last over
     the queue, whichever graph ran it, and each spec's latest passage in it."""
     a, b, c = new_specs(store, 3)
     queue = queues.queue_create(store, "nightly")["id"]

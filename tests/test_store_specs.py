@@ -88,7 +88,7 @@ def test_list_keeps_only_standalone_specs_when_asked(store: Store) -> None:
 
 
 def test_a_listing_reads_only_what_is_shown_and_counts_the_rest(store: Store) -> None:
-    """The TUI's Backlog reads its first rows and a count (issue 16: first paint with
+    """The TUI's Backlog reads its first rows and a count (first paint with
     10,000 specs), filtered by name as ``/`` filters the other lists."""
     names = ["Login page", "logout BUTTON", "50% off", "snake_case", "Changelog"]
     ids = [specs.spec_create(store, name, body(), workdir="/w")["id"] for name in names]

@@ -1,4 +1,4 @@
-"""A big queue's per-spec store reads stay cheap (issue 13).
+"""A big queue's per-spec store reads stay cheap.
 
 A spec's status is stored after its body; ``ix_specs_id_status`` answers the run's
 status lookups without reading the rows, and the planner's statistics, refreshed when a

@@ -1,4 +1,4 @@
-"""Runs you can read in the Temporal UI (issue 14): a blocked run is told from a working
+"""Runs you can read in the Temporal UI: a blocked run is told from a working
 one by its ``CanopyStatus`` and ``CanopyBlocker`` search attributes, as the real
 ``temporal`` CLI lists them; a run's static summary and details say what it drains and how
 to steer it, and its current details show the blocker with its dirty paths and ways out.

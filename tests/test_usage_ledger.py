@@ -1,4 +1,4 @@
-"""The cost and usage ledger (issue 15, item 6): every node run and agent hook run records
+"""The cost and usage ledger: every node run and agent hook run records
 what its harness reported it used; ``graph info`` shows it per node run with totals per
 spec and per run, ``canopy usage`` sums it by platform and model, and the run's Temporal UI
 details show the running total."""

@@ -1,4 +1,4 @@
-"""Usage limits (DESIGN §5 ensembles, §6.5) on the time-skipping server: a five-hour
+"""Usage limits and ensemble failover on the time-skipping server: a five-hour
 reset passes in moments, then the spec re-runs from the blocked node, resuming its
 harness session; ensembles fail over to their next member."""
 

@@ -1,1 +1,1 @@
-"""Deterministic Temporal workflows: orchestration only, no I/O (DESIGN §2)."""
+"""Deterministic Temporal workflows: orchestration only, no I/O."""

@@ -13,7 +13,7 @@ from canopy.workdir import WorktreeState, describe_dirty
 
 
 def spec_failed(spec: NextSpec, node: str | None) -> dict[str, Any]:
-    """A bound-spec run that ended at a failed spec (DESIGN §6.6)."""
+    """A bound-spec run that ended at a failed spec."""
     return {
         "kind": "spec_failed",
         "message": f"spec {spec.name} ({spec.spec_id}) failed at node {node}",
@@ -33,7 +33,7 @@ def dirty_tree(
     upcoming: NextSpec,
     node: str | None = None,
 ) -> dict[str, Any]:
-    """The guard between specs refused a dirty tree (DESIGN §6.4); ``node`` is the node
+    """The guard between specs refused a dirty tree; ``node`` is the node
     the spec would have started at (``{{node}}`` of ``on_blocked``)."""
     graph = shlex.quote(graph_name)
     return {

@@ -1,8 +1,8 @@
-"""GraphRunV2: one run of a graph over its bound specs or a queue (DESIGN §6); a long run
+"""GraphRunV2: one run of a graph over its bound specs or a queue; a long run
 is a chain of workflow executions (continue-as-new), one workflow id. The class is named
 for its workflow type, the one graph-run type there is.
 
-One round trip per node (issue 13). The workflow runs on the agents task queue of the host
+One round trip per node. The workflow runs on the agents task queue of the host
 holding the workdir, so each node activity is handed to that host's worker with the
 workflow task that schedules it (eager dispatch). The node activity does the bookkeeping
 around the node itself (dirty-tree guard, the spec's claim, the node run's record and its

@@ -113,7 +113,7 @@ class NodeLauncher:
     ) -> str | None:
         """The harness session a launch on ``platform`` resumes: the one handed over (a re-run
         after a usage limit), else for a grouped spec the one its last completed sibling
-        left at this node (DESIGN §6.9); ungrouped specs start cold."""
+        left at this node; ungrouped specs start cold."""
         if harness_session is not None:
             return harness_session.id if harness_session.platform == platform else None
         if spec.group is None or start.queue_id is None:

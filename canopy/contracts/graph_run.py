@@ -29,7 +29,7 @@ GRAPH_RUN_WORKFLOW = "GraphRunV2"
 """Workflow type name: one workflow id drains one run of a graph (``RunInput``), as a
 chain of executions when it continues as new. It runs on the agents task queue of the host
 holding the workdir, with its store bookkeeping as local activities: one round trip per
-node (issue 13)."""
+node."""
 
 RunState = Literal["running", "paused", "usage_limit", "completed", "failed", "reset"]
 """A run's ``CanopyStatus`` search attribute."""

@@ -1,4 +1,4 @@
-"""The SessionDelivery workflow's contract: type name, wake signal and payloads (DESIGN §8).
+"""The SessionDelivery workflow's contract: type name, wake signal and payloads.
 
 Ids and outcomes only: prompts and replies stay in the store and the transcript.
 """

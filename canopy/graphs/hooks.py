@@ -1,4 +1,4 @@
-"""Event-keyed hooks (DESIGN §7): the event vocabulary and the helpers around the model.
+"""Event-keyed hooks: the event vocabulary and the helpers around the model.
 
 The pydantic :data:`~canopy.graphs.hookmodels.Hook` checks one hook on its own; what is here
 is the part that is not one hook's business:

@@ -1,4 +1,4 @@
-"""Markers: ``{{name}}`` placeholders in node prompts, command nodes and hooks (DESIGN §7).
+"""Markers: ``{{name}}`` placeholders in node prompts, command nodes and hooks.
 
 A marker is a bare name between ``{{`` and ``}}``; nothing else of jinja2 is reachable.
 Block and comment delimiters are set to strings that cannot occur by accident, so shell

@@ -22,7 +22,7 @@ class SpecRef(BaseModel):
 
 
 class Blocker(BaseModel):
-    """Why a graph stopped (DESIGN §6): what a person reads, and the ways out to type.
+    """Why a graph stopped: what a person reads, and the ways out to type.
 
     Each kind carries the fields it needs (``dirty_tree``: ``workdir``, ``dirty_paths``,
     ``dirty_count``, ``next_spec``; ``queue_failed``: ``failed_specs``, …); fields this

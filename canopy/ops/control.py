@@ -1,4 +1,4 @@
-"""Steering a run from outside: continue, pause, stop, reset (``graph_control``, DESIGN §6).
+"""Steering a run from outside: continue, pause, stop, reset (``graph_control``).
 
 The GraphRunV2 workflow owns what a run does; these functions only ask it. Each command is
 first checked against the store (:mod:`canopy.ops.control_checks`), which refuses with
@@ -10,7 +10,7 @@ result explains why, in ``note``: either it lands later by design (a pause waits
 spec boundary, a stop for the node to die) or no worker serves the run's task queue and
 it takes effect when one starts.
 
-``consistency_warning`` (DESIGN §6.7) lives here as well: it is the other place that
+``consistency_warning`` lives here as well: it is the other place that
 compares the store with Temporal. temporalio is imported only inside the functions that
 talk to Temporal, so store-only commands that import this module never load the SDK.
 """

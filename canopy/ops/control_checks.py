@@ -1,4 +1,4 @@
-"""Steering commands checked against the store, before anything is sent (DESIGN §6).
+"""Steering commands checked against the store, before anything is sent.
 
 Every command (``graph continue|pause|stop|reset``) first reads the graph and its active
 run and refuses, in one line naming the current state, what does not apply; only then

@@ -1,4 +1,4 @@
-"""Graphs: create, list, get, edit, delete (``graph`` / ``graph_edit``, DESIGN §5, §9).
+"""Graphs: create, list, get, edit, delete (``graph`` / ``graph_edit``).
 
 A definition is validated by :mod:`canopy.graphs.model` before anything is written; the
 spec references it binds are resolved here, against the store, in the same transaction
@@ -88,7 +88,7 @@ def graph_info(store: Store, graph: str) -> GraphInfo:
     """One graph: its definition, bound specs and run record (``graph info``).
 
     For a graph the store calls ``running`` or ``paused``, ``consistency_warning`` is
-    computed against Temporal on every call (DESIGN §6.7), which blocks for a moment;
+    computed against Temporal on every call, which blocks for a moment;
     async callers use :func:`graph_info_async`. Other graphs are answered from the store
     alone, without loading the Temporal SDK.
     """

@@ -1,6 +1,6 @@
 """Starting a graph run (``graph_control run``) and waiting for it to settle.
 
-The launch guard (DESIGN §6.1) runs before anything is written: one active run per graph,
+The launch guard runs before anything is written: one active run per graph,
 a git work tree, and a clean tree unless the graph allows a dirty start. Then a worker
 must be serving the run's host (the machine holding the workdir, whose agents task queue
 runs every node): without one the run would wait forever, so the start is refused
@@ -134,7 +134,7 @@ def _record_checked(store: Store, checked: CheckedStart) -> PreparedRun:
 def _check_start(
     store: Store, graph: str, queue: str | None, workdir: str | None, host: str | None
 ) -> CheckedStart:
-    """The launch guard (DESIGN §6.1): no active run, a git work tree, clean unless allowed.
+    """The launch guard: no active run, a git work tree, clean unless allowed.
 
     The run goes to ``host``, else the graph's host, else this machine. The git checks run
     on this machine: for a run on another host whose workdir is not here they are left to

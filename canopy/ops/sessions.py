@@ -1,4 +1,4 @@
-"""Interactive sessions and their messages (DESIGN §8): the operations behind
+"""Interactive sessions and their messages: the operations behind
 ``canopy session …``, the MCP ``session_list`` tool and interactive hooks.
 
 A session is live (open in Canopy: its messages are delivered) or finished (closed, and

@@ -1,4 +1,4 @@
-"""Generated session names (DESIGN §8): ``adjective-noun``, easy to say and to type.
+"""Generated session names: ``adjective-noun``, easy to say and to type.
 
 Names are for people and name-targeted hooks; they need not be unique, but a generated
 one avoids the names live sessions hold, so a fresh name never makes a hook ambiguous.

@@ -29,7 +29,7 @@ from canopy.statuses import ACTIVE_RUN_STATUSES
 
 _ACTIVE_STATUS_LIST = ", ".join(f"'{status}'" for status in ACTIVE_RUN_STATUSES)
 _ACTIVE_RUN = text(f"status IN ({_ACTIVE_STATUS_LIST})")
-"""The rows of ``runs`` that own their graph: at most one per graph (DESIGN §6.1)."""
+"""The rows of ``runs`` that own their graph: at most one per graph."""
 
 
 class Base(DeclarativeBase):
@@ -152,7 +152,7 @@ class Run(Base):
     scheduled_resume_at: Mapped[datetime | None] = mapped_column(
         DateTime(timezone=True), nullable=True
     )
-    """Set while the run waits out a usage limit on a durable timer (DESIGN §6.5)."""
+    """Set while the run waits out a usage limit on a durable timer."""
 
     __table_args__ = (
         Index("ix_runs_graph_number", "graph_id", "number", unique=True),
@@ -276,7 +276,7 @@ class HookRun(HarnessUsageColumns, Base):
 
 
 class InteractiveSession(Base):
-    """A harness conversation Canopy drives turn by turn (DESIGN §8).
+    """A harness conversation Canopy drives turn by turn.
 
     ``status`` is ``live`` (open in Canopy: messages are delivered) or ``finished``
     (closed; resumable). ``harness_conversation_id`` is the harness's own id, learned

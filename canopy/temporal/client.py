@@ -108,7 +108,7 @@ def _connect_config() -> "ClientConnectConfig":
 
 
 async def connect() -> "Client":
-    """A client using the pydantic data converter (DESIGN §2), or a clear refusal."""
+    """A client using the pydantic data converter, or a clear refusal."""
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.service import RPCError

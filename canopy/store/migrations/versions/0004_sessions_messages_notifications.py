@@ -1,4 +1,4 @@
-"""Interactive sessions, their messages, and notifications (DESIGN §8).
+"""Interactive sessions, their messages, and notifications.
 
 Revision ID: 0004
 Revises: 0003
