@@ -26,7 +26,7 @@ from canopy import search_attributes
 from canopy.contracts.graph_run import GRAPH_RUN_WORKFLOW, RUN_SEARCH_ATTRIBUTES, RunInput
 from canopy.errors import Refused, store_errors
 from canopy.ids import new_id
-from canopy.ops import control
+from canopy.ops import control, run_metadata
 from canopy.ops.tuning import run_tuning
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
@@ -74,6 +74,7 @@ class CheckedStart:
     graph_id: str
     graph_name: str
     queue_id: str | None
+    queue_name: str | None
     workdir: str
     host: str
     """The machine holding the workdir: the run's agent work goes to its task queue."""
@@ -98,6 +99,8 @@ class PreparedRun:
     workflow_id: str
     number: int
     graph_before: GraphBefore
+    queue_name: str | None = None
+    """The queue's name, for the Temporal UI's summary (the workflow input keeps its id)."""
     """What :func:`forget_run` restores if the workflow cannot be started."""
 
 
@@ -145,6 +148,7 @@ def _check_start(
     with store.transaction() as rows:
         graph_id = queries.resolve_id(rows, "graph", graph)
         queue_id = queries.resolve_id(rows, "queue", queue) if queue is not None else None
+        queue_name = queries.queue_name(rows, queue_id) if queue_id is not None else None
         row = queries.graph_record(rows, graph_id)
         _refuse_if_active(rows, row)
         run_workdir = normalize_workdir(workdir) if workdir is not None else row["workdir"]
@@ -174,7 +178,7 @@ def _check_start(
             f"run it over a queue (canopy graph run {name} --queue QUEUE) or bind specs "
             "(graph edit, specs)"
         )
-    return CheckedStart(graph_id, name, queue_id, run_workdir, run_host, tree_checked)
+    return CheckedStart(graph_id, name, queue_id, queue_name, run_workdir, run_host, tree_checked)
 
 
 def agent_platforms(
@@ -270,6 +274,7 @@ def _record_run(store: Store, checked: CheckedStart) -> PreparedRun:
             workflow_id=workflow_id,
             number=number,
             graph_before=GraphBefore(row["status"], row["blocker"], stored_time(row["updated_at"])),
+            queue_name=checked.queue_name,
         )
 
 
@@ -426,48 +431,12 @@ async def _start(client: Client, prepared: PreparedRun) -> None:
         id=prepared.workflow_id,
         task_queue=start.agents_task_queue,  # the run lives with its workdir's host
         search_attributes=TypedSearchAttributes(pairs),
-        static_summary=static_summary(prepared),
-        static_details=static_details(prepared),
+        static_summary=run_metadata.summary(prepared.start, prepared.number, prepared.queue_name),
+        static_details=run_metadata.details(
+            prepared.start, prepared.number, prepared.workflow_id, prepared.queue_name
+        ),
         id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-    )
-
-
-def static_summary(prepared: PreparedRun) -> str:
-    """The run's one line in the Temporal UI: graph, run, what it drains, where."""
-    start = prepared.start
-    drains = f"queue {start.queue_id}" if start.queue_id else "its bound specs"
-    return f"{start.graph_name}: run {prepared.number} over {drains} in {start.workdir}"
-
-
-def static_details(prepared: PreparedRun) -> str:
-    """What the run drains and how to steer it, as markdown for the Temporal UI: the
-    canopy commands, and the same as ``temporal workflow signal`` lines."""
-    start = prepared.start
-    graph = shlex.quote(start.graph_name)
-    signal = f"temporal workflow signal --workflow-id {prepared.workflow_id} --name"
-    drains = f"queue `{start.queue_id}`" if start.queue_id else "the graph's bound specs"
-    return "\n".join(
-        [
-            f"Graph **{start.graph_name}** (`{start.graph_id}`), run {prepared.number} "
-            f"(`{start.run_id}`): drains {drains} in `{start.workdir}`, its nodes on task "
-            f"queue `{start.agents_task_queue}`.",
-            "",
-            "Steer it with canopy:",
-            "",
-            f"- `canopy graph info {graph}`: progress, node runs, the blocker",
-            f"- `canopy graph pause {graph}` · `canopy graph stop {graph}` · "
-            f"`canopy graph reset {graph}`",
-            f"- `canopy graph continue {graph} [--mode recheck|run_from_node|skip_next_spec]`",
-            "",
-            "or with the temporal CLI:",
-            "",
-            f'- `{signal} continue_run --input \'{{"mode": "recheck"}}\'`',
-            f'- `{signal} continue_run --input \'{{"mode": "run_from_node", '
-            f'"node": "NODE", "spec_id": "SPEC_ID"}}\'`',
-            f"- `{signal} skip_next_spec` · `{signal} pause` · `{signal} stop` · `{signal} reset`",
-            f"- `temporal workflow query --workflow-id {prepared.workflow_id} --name status`",
-        ]
     )
 
 

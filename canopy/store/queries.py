@@ -232,6 +232,12 @@ def queue_members(rows: Rows, queue_id: str) -> list[Row]:
     ]
 
 
+def queue_name(rows: Rows, queue_id: str) -> str:
+    """The name of the queue ``queue_id`` (which exists)."""
+    (queue,) = rows("SELECT name FROM queues WHERE id = :id", {"id": queue_id})
+    return str(queue["name"])
+
+
 def queue_listing(rows: Rows, queue_prefix: str) -> Row:
     """``queue list Q``, and every queue write's answer: the queue's id and name with its
     members in order and the outcome of its latest run."""
