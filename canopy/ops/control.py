@@ -275,24 +275,9 @@ async def recently_polled(
     client: Client, task_queue: str, tasks: Literal["workflow", "activity"] = "workflow"
 ) -> bool:
     """Whether a worker polled ``task_queue`` for ``tasks`` within the freshness window."""
-    from temporalio.api.enums.v1 import TaskQueueType
-    from temporalio.api.taskqueue.v1 import TaskQueue
-    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-
-    task_queue_type = (
-        TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
-        if tasks == "workflow"
-        else TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY
-    )
-    response = await client.workflow_service.describe_task_queue(
-        DescribeTaskQueueRequest(
-            namespace=client.namespace,
-            task_queue=TaskQueue(name=task_queue),
-            task_queue_type=task_queue_type,
-        )
-    )
+    pollers = await temporal_client.task_queue_pollers(client, task_queue, tasks)
     horizon = utcnow() - timedelta(seconds=POLLER_FRESH_SECONDS)
-    return any(p.last_access_time.ToDatetime(tzinfo=UTC) > horizon for p in response.pollers)
+    return any(p.last_access_time.ToDatetime(tzinfo=UTC) > horizon for p in pollers)
 
 
 async def daemon_check() -> dict[str, Any]:

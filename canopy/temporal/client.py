@@ -11,7 +11,7 @@ commands import this module for its constants and must not pay for (or depend on
 
 import os
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 from canopy.errors import Refused
 from canopy.limits import HOST_MAX_LENGTH, clean_path_safe_name
@@ -138,3 +138,26 @@ async def graph_run_active_on(client: "Client", host: str) -> bool:
     except RPCError:
         found = await client.count_workflows(open_here)
     return found.count > 0
+
+
+async def task_queue_pollers(
+    client: "Client", task_queue: str, tasks: Literal["workflow", "activity"]
+) -> list[Any]:
+    """The pollers the server lists for ``task_queue``'s ``tasks`` (each with its
+    ``identity`` and ``last_access_time``): who serves a queue, asked without starting
+    anything on it."""
+    from temporalio.api.enums.v1 import TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    kind = (
+        TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
+        if tasks == "workflow"
+        else TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY
+    )
+    response = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace, task_queue=TaskQueue(name=task_queue), task_queue_type=kind
+        )
+    )
+    return list(response.pollers)

@@ -118,23 +118,13 @@ async def polled_by_worker(client: "Client", pid: int, queues: list[str]) -> boo
     """Whether the server lists the worker process ``pid`` (the SDK's default identity
     is ``pid@hostname``) among the pollers of the main queue's workflow tasks and of the
     agents queue's activity tasks: a worker serves both or neither."""
-    from temporalio.api.enums.v1 import TaskQueueType
-    from temporalio.api.taskqueue.v1 import TaskQueue
-    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-
     main, agents = queues
-    for queue, kind in (
-        (main, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW),
-        (agents, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY),
-    ):
-        response = await client.workflow_service.describe_task_queue(
-            DescribeTaskQueueRequest(
-                namespace=client.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind
-            )
-        )
-        if not any(poller.identity.startswith(f"{pid}@") for poller in response.pollers):
-            return False
-    return True
+    mine = f"{pid}@"
+    workflows = await temporal_client.task_queue_pollers(client, main, "workflow")
+    if not any(poller.identity.startswith(mine) for poller in workflows):
+        return False
+    activities = await temporal_client.task_queue_pollers(client, agents, "activity")
+    return any(poller.identity.startswith(mine) for poller in activities)
 
 
 def _ensure_worker(timeout: float, stage: Stage) -> dict[str, Any]:
