@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.pilot import Pilot
 from textual.widgets import Label, Log
 
 from canopy.paths import run_log_dir
@@ -41,6 +42,16 @@ def end(store: Store, log: Path) -> None:
         update(rows, "node_runs", row["id"], **ended)
 
 
+async def open_log_view(pilot: Pilot[None], app: CanopyApp, graph: str) -> LogScreen:
+    """Highlight ``graph`` on the Graphs list and press ``l``; the log view it opens."""
+    await showing(app, "graphs", [graph])
+    await highlight(pilot, app, "graphs", graph)
+    await pilot.press("l")
+    return await eventually(
+        lambda: app.screen if isinstance(app.screen, LogScreen) else None, "the log view"
+    )
+
+
 async def test_l_shows_the_latest_runs_log_live_escaped_and_escape_closes_it(
     canopy_home: Path, home_store: Store, repo: Path
 ) -> None:
@@ -54,12 +65,7 @@ async def test_l_shows_the_latest_runs_log_live_escaped_and_escape_closes_it(
 
     app = CanopyApp(cwd=str(repo))
     async with app.run_test(size=SIZE) as pilot:
-        await showing(app, "graphs", [graph])
-        await highlight(pilot, app, "graphs", graph)
-        await pilot.press("l")
-        screen = await eventually(
-            lambda: app.screen if isinstance(app.screen, LogScreen) else None, "the log view"
-        )
+        screen = await open_log_view(pilot, app, graph)
         log = screen.query_one(Log)
         header = f"── check · Login page ({spec}) · visit 1 · command · running"
         # The escape sequence the node printed is shown as its characters, never sent.
@@ -112,12 +118,7 @@ async def test_a_graph_that_never_ran_says_so_until_its_first_run_starts(
     graph = make_graph(home_store, repo, [{"name": "check", "command": "true"}], specs=[spec])
     app = CanopyApp(cwd=str(repo))
     async with app.run_test(size=SIZE) as pilot:
-        await showing(app, "graphs", [graph])
-        await highlight(pilot, app, "graphs", graph)
-        await pilot.press("l")
-        screen = await eventually(
-            lambda: app.screen if isinstance(app.screen, LogScreen) else None, "the log view"
-        )
+        screen = await open_log_view(pilot, app, graph)
         title = screen.query_one("#log-title", Label)
         await eventually(lambda: str(title.content) == "graph build has no runs yet", "its title")
 
