@@ -268,10 +268,13 @@ def test_tables_are_not_cut_to_a_width_when_piped(home: Path) -> None:
 
 
 LOADED_SCRIPT = (
-    "import sys; from canopy.cli.main import run; run(sys.argv[1:]); "
-    "sys.stderr.write('\\nloaded: ' + ' '.join(sys.modules))"
+    "import os, sys; from canopy.cli.main import run; code = run(sys.argv[1:]); "
+    "sys.stderr.write('\\nloaded: ' + ' '.join(sys.modules) + '\\n'); "
+    "sys.stdout.flush(); sys.stderr.flush(); os._exit(code)"
 )
-"""Runs ``canopy ARGS`` in a fresh interpreter, then lists ``sys.modules`` on stderr.
+"""Runs ``canopy ARGS`` in a fresh interpreter, then lists ``sys.modules`` on stderr and
+leaves with ``os._exit``, as ``canopy``'s entry point does after talking to Temporal: the
+SDK's threads can abort a finalizing interpreter, which wrote past the list.
 
 ``-X importtime`` does not report modules loaded through :mod:`importlib`, which is how
 the root loads its commands."""
