@@ -1,9 +1,9 @@
 """The Canopy daemon: hosts Canopy's workflows and activities on Temporal.
 
 One process runs two Temporal workers side by side: one on the shared main task queue
-(session delivery and its store calls) and one on this host's agents task queue (graph
-runs, with their store calls as local activities; agent, command, hook, session turn and
-git activities, which must run where the workdir is).
+(session delivery and its store calls, scheduled fires) and one on this host's agents
+task queue (graph runs, with their store calls as local activities; agent, command, hook,
+session turn and git activities, which must run where the workdir is).
 ``CANOPY_HOST`` names the host (default: the host name): main-queue work goes to any
 worker, while each machine holding workdirs serves its own ``canopy-agents@<host>``.
 SIGTERM or SIGINT shut both down gracefully, letting in-flight activities finish for a
@@ -34,6 +34,7 @@ from canopy.activities.delivery import DeliveryActivities
 from canopy.activities.hooks import HookActivities
 from canopy.activities.nodes import NodeActivities
 from canopy.activities.run_state import RunControl
+from canopy.activities.schedules import ScheduleActivities
 from canopy.activities.worktree import check_worktree
 from canopy.errors import Refused
 from canopy.keep_awake import SleepInhibitor, inhibitor_argv, keep_awake_while
@@ -42,11 +43,12 @@ from canopy.platforms.config import load_keep_awake
 from canopy.store.engine import Store, open_store
 from canopy.temporal import client as temporal_client
 from canopy.workflows.graph_run import GraphRunV2
+from canopy.workflows.scheduled_run import ScheduledRun
 from canopy.workflows.session_delivery import SessionDelivery
 
 # --- registry: everything this daemon hosts. New workflows and activities go here. -------
 
-WORKFLOWS: Sequence[type] = (SessionDelivery,)
+WORKFLOWS: Sequence[type] = (SessionDelivery, ScheduledRun)
 """Workflow classes, served on the main task queue."""
 
 HOST_WORKFLOWS: Sequence[type] = (GraphRunV2,)
@@ -59,7 +61,8 @@ class Activities:
     """The activities each queue's worker serves, bound to the store they read and write."""
 
     main: list[Callable[..., Any]]
-    """Host-independent store calls, on the main task queue: session delivery's."""
+    """Host-independent work, on the main task queue: session delivery's store calls and
+    a scheduled fire's start of a run."""
     agents: list[Callable[..., Any]]
     """Activities that touch a workdir (agents, commands, git), on this host's agents queue."""
     host_local: list[Callable[..., Any]]
@@ -74,6 +77,7 @@ def activities(store: Store) -> Activities:
         main=[
             delivery.next_message,
             delivery.fail_delivery,
+            ScheduleActivities(store).start_scheduled_run,
         ],
         agents=[
             nodes.dispatch_node,

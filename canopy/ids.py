@@ -7,7 +7,7 @@ it, through :class:`random.SystemRandom` directly: :mod:`secrets` also imports
 
 from random import SystemRandom
 
-ID_KINDS = ("spec", "graph", "queue", "run", "sess", "msg")
+ID_KINDS = ("spec", "graph", "queue", "run", "sess", "msg", "sched")
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 _SUFFIX_LENGTH = 10
 _CHOICE = SystemRandom().choice

@@ -95,6 +95,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "queue": ("canopy.cli.queue_cmds", "app", "Ordered queues of specs with context groups."),
     "graph": ("canopy.cli.graph_cmds", "app", "Graphs: pipelines of agent and command nodes."),
+    "schedule": (
+        "canopy.cli.schedule_cmds",
+        "app",
+        "Schedules: a graph's runs started on a cron (canopy graph schedule makes one).",
+    ),
     "session": ("canopy.cli.session_cmds", "app", "Interactive sessions and their messages."),
     "server": ("canopy.cli.server_cmds", "app", "The embedded Temporal dev server."),
 }

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from canopy.cli import control_cmds, logs_cmds, run_cmds, views
+from canopy.cli import control_cmds, logs_cmds, run_cmds, schedule_cmds, views
 from canopy.cli.inputs import read_definition
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import emit
@@ -79,13 +79,16 @@ def edit(
 
 @app.command("delete")
 def delete(graph: str, as_json: JsonFlag = False) -> None:
-    """Delete a graph and its run record; its bound specs become standalone."""
-    from canopy.ops import graphs as ops
+    """Delete a graph, its run record and its schedules; its bound specs become standalone."""
+    import asyncio
 
-    result = ops.graph_delete(open_store(), graph)
+    from canopy.ops import schedules
+
+    result = asyncio.run(schedules.graph_delete(open_store(), graph))
     emit(result, as_json, lambda: views.show_graph_deleted(result))
 
 
 run_cmds.register(app)
 logs_cmds.register(app)
 control_cmds.register(app)
+schedule_cmds.register(app)

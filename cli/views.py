@@ -96,7 +96,9 @@ def show_deleted(result: dict[str, Any]) -> None:
 def show_graph_deleted(result: dict[str, Any]) -> None:
     """``graph delete``: the id that is gone and how many specs it released."""
     released = len(result["released_specs"])
-    print_line(f"deleted {result['id']} ({released} spec(s) now standalone)")
+    schedules = len(result.get("deleted_schedules", []))
+    also = f", {schedules} schedule(s) deleted" if schedules else ""
+    print_line(f"deleted {result['id']} ({released} spec(s) now standalone{also})")
 
 
 def show_status(spec: dict[str, Any]) -> None:

@@ -479,7 +479,12 @@ async def test_graph_edit_actions_create_update_with_hooks_and_delete(
         assert [(g["name"], g["specs"], g["status"]) for g in listed] == [("build", 1, "idle")]
 
         deleted = await ok(client, "graph_edit", action="delete", graph_id="build")
-        assert deleted == {"id": graph_id, "deleted": True, "released_specs": [spec_id]}
+        assert deleted == {
+            "id": graph_id,
+            "deleted": True,
+            "released_specs": [spec_id],
+            "deleted_schedules": [],
+        }
         assert await ok(client, "graph", action="list") == []
 
 

@@ -15,3 +15,7 @@ whose specs take minutes counts before every spec."""
 
 GIT_TIMEOUT = timedelta(minutes=2)
 """``git status`` of a workdir, when a parked run checks again that its tree is clean."""
+
+SCHEDULED_START_TIMEOUT = timedelta(minutes=2)
+"""A scheduled fire's start of a graph run: the launch guard (``git status``), up to 10 s
+waiting for the host's worker and 10 s for the graph's previous workflow to close."""

@@ -161,20 +161,33 @@ def graph_edit(store: Store, graph: str, changes: Mapping[str, Any]) -> dict[str
 def graph_delete(store: Store, graph: str) -> dict[str, Any]:
     """Delete a graph and its run record; its bound specs become standalone again.
 
-    The run record (runs, their specs and node runs, hook runs) and the bindings go with
-    the graph's row: their foreign keys cascade, on both paths.
+    The run record (runs, their specs and node runs, hook runs), the bindings and the
+    schedules' rows go with the graph's row: their foreign keys cascade, on both paths.
+    Front ends call :func:`canopy.ops.schedules.graph_delete`, which deletes the graph's
+    Temporal schedules first.
     """
     with store.transaction() as rows:
         graph_id = _locked(rows, graph)
-        active = first_active(graph_runs(rows, graph_id))
-        if active is not None:
-            raise Refused(
-                f"graph {graph_id} has an active run {active.id} ({active.status}); "
-                "stop or reset it before deleting the graph"
-            )
+        _refuse_if_active(rows, graph_id)
         released = [spec.id for spec in bound_specs(rows, graph_id)]
         rows("DELETE FROM graphs WHERE id = :id", {"id": graph_id})
         return {"id": graph_id, "deleted": True, "released_specs": released}
+
+
+def refuse_delete_while_active(store: Store, graph: str) -> None:
+    """The refusal :func:`graph_delete` would give for a graph with an active run, asked
+    before anything outside the store (its schedules) is deleted."""
+    with store.transaction() as rows:
+        _refuse_if_active(rows, queries.resolve_id(rows, "graph", graph))
+
+
+def _refuse_if_active(rows: Rows, graph_id: str) -> None:
+    active = first_active(graph_runs(rows, graph_id))
+    if active is not None:
+        raise Refused(
+            f"graph {graph_id} has an active run {active.id} ({active.status}); "
+            "stop or reset it before deleting the graph"
+        )
 
 
 # --------------------------------------------------------------------------- writing

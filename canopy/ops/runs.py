@@ -67,6 +67,11 @@ def workflow_id_for(graph_id: str) -> str:
     return f"canopy-{graph_id}"
 
 
+class ActiveRunRefusal(Refused):
+    """A start refused because the graph already has an active run (or its workflow is
+    still open): a scheduled fire records it as skipped, not as a failure."""
+
+
 @dataclass(frozen=True)
 class CheckedStart:
     """A start that passed the launch guard: what the run record is written from."""
@@ -219,7 +224,7 @@ def _refuse_if_active(rows: Rows, graph: Row) -> None:
         {**statuses, "id": graph["id"]},
     )
     if found:
-        raise Refused(
+        raise ActiveRunRefusal(
             f"graph {graph['name']} ({graph['id']}) already has an active run {found[0]['id']}"
         )
 
@@ -392,7 +397,7 @@ async def start_workflow(client: Client, prepared: PreparedRun) -> None:
             left = deadline - loop.time()
             handle = client.get_workflow_handle(prepared.workflow_id, run_id=running.run_id)
             if left <= 0 or not await _closes_within(handle, left):
-                raise Refused(_still_running(prepared)) from running
+                raise ActiveRunRefusal(_still_running(prepared)) from running
 
 
 async def _start(client: Client, prepared: PreparedRun) -> None:

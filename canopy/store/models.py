@@ -359,3 +359,29 @@ class Notification(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (Index("ix_notifications_created", "created_at", "id"),)
+
+
+class Schedule(Base):
+    """A cron-timed start of a graph's run: the Temporal Schedule (``temporal_id``) that
+    fires it, and the outcome of its latest fire."""
+
+    __tablename__ = "schedules"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    graph_id: Mapped[str] = mapped_column(ForeignKey("graphs.id", ondelete="CASCADE"))
+    queue_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """The queue each run drains (none: the graph's bound specs). No foreign key: a queue
+    gone is a fire refused and recorded, not a schedule silently changed."""
+    host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    """Where runs go when the graph names no host: the machine that made the schedule."""
+    temporal_id: Mapped[str] = mapped_column(String(200))
+    cron: Mapped[str] = mapped_column(String(200))
+    timezone: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_fired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_outcome: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    """``started``, ``skipped`` (the graph had an active run) or ``refused``."""
+    last_line: Mapped[str | None] = mapped_column(Text, nullable=True)
+    last_run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+    __table_args__ = (Index("ix_schedules_graph", "graph_id"),)

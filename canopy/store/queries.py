@@ -26,8 +26,9 @@ _TABLE_OF_KIND = {
     "graph": "graphs",
     "run": "runs",
     "session": "sessions",
+    "schedule": "schedules",
 }
-_ID_PREFIX_OF_KIND = {"session": "sess"}
+_ID_PREFIX_OF_KIND = {"session": "sess", "schedule": "sched"}
 """Kinds whose ids use a shorter prefix than the kind's name."""
 _NAMED_KINDS = ("queue", "graph")
 """Kinds people name for reuse, so their exact name works wherever an id does."""

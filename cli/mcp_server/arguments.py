@@ -79,10 +79,27 @@ QueueAction = Annotated[
     Literal["create", "add_spec", "list", "remove_spec", "reorder", "set_group"],
     Field(description=VERB),
 ]
-GraphAction = Annotated[Literal["get", "list", "usage", "logs"], Field(description=VERB)]
+GraphAction = Annotated[
+    Literal["get", "list", "usage", "logs", "schedules"], Field(description=VERB)
+]
 GraphEditAction = Annotated[Literal["create", "update", "delete"], Field(description=VERB)]
 GraphControlAction = Annotated[
-    Literal["run", "continue", "pause", "stop", "reset"], Field(description=VERB)
+    Literal[
+        "run",
+        "continue",
+        "pause",
+        "stop",
+        "reset",
+        "schedule",
+        "pause_schedule",
+        "unpause_schedule",
+        "delete_schedule",
+    ],
+    Field(description=VERB),
+]
+ScheduleId = Annotated[
+    str | None,
+    Field(description=f"A schedule: its {ID_PREFIX} ('sched-…'), as schedule answered."),
 ]
 SessionListAction = Annotated[Literal["list"], Field(description=VERB)]
 ProjectAction = Annotated[Literal["list"], Field(description=VERB)]

@@ -33,6 +33,7 @@ from canopy.cli.mcp_server.arguments import (
     QueueId,
     RunHost,
     RunWorkdir,
+    ScheduleId,
     ServerAction,
     SessionAction,
     SessionId,
@@ -177,8 +178,17 @@ async def graph_control_tool(
         ),
     ] = None,
     spec_id: SpecId = None,
+    cron: Annotated[
+        str | None,
+        Field(description="schedule: when to start a run: 5 fields ('0 2 * * 1-5') or @daily."),
+    ] = None,
+    timezone: Annotated[
+        str | None,
+        Field(description="schedule: the IANA time zone cron is read in (default UTC)."),
+    ] = None,
+    schedule_id: ScheduleId = None,
 ) -> CallToolResult:
-    """Start and steer graph runs on Temporal (needs `canopy up`)."""
+    """Start and steer graph runs on Temporal (needs `canopy up`), and schedule them."""
     return await dispatch("graph_control", GRAPH_CONTROL_VERBS, locals())
 
 
@@ -277,7 +287,8 @@ TOOLS: tuple[ToolDef, ...] = (
         "graph_control",
         "Start and steer graph runs (one Temporal workflow per run; needs `canopy up`). "
         "continue, pause, stop and reset signal the run and wait up to 5 s for the store "
-        "to show the effect; `note` says why when it has not shown yet.",
+        "to show the effect; `note` says why when it has not shown yet. schedule starts "
+        "runs on a cron (a Temporal Schedule; graph schedules lists them).",
         GRAPH_CONTROL_VERBS,
         graph_control_tool,
     ),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from canopy.errors import Refused
-from canopy.ops import control, graphs, notifications, projects, queues, runs, specs
+from canopy.ops import control, graphs, notifications, projects, queues, runs, schedules, specs
 from canopy.ops import sessions as session_ops
 from canopy.ops.logs import DEFAULT_TAIL_LINES, log_tail
 from canopy.ops.transcripts import session_transcript
@@ -206,6 +206,15 @@ GRAPH_VERBS: Verbs = {
         needs=("graph_id",),
         takes=("spec_id", "node", "limit", "raw"),
     ),
+    "schedules": Verb(
+        "Schedules (= `canopy schedule list --json`), oldest first, of one graph_id or "
+        "all: cron, timezone, queue, paused and next_fire (asked of Temporal; temporal "
+        "says why when it could not be), and the latest fire: last_fired_at, "
+        "last_outcome (started, skipped or refused), last_line, last_run_id.",
+        lambda store, a: schedules.schedule_list(store, a["graph_id"]),
+        takes=("graph_id",),
+        returns="array",
+    ),
 }
 
 
@@ -222,8 +231,9 @@ GRAPH_EDIT_VERBS: Verbs = {
         needs=("graph_id", "definition"),
     ),
     "delete": Verb(
-        "Delete a graph and its run record; its bound specs become standalone.",
-        lambda store, a: graphs.graph_delete(store, a["graph_id"]),
+        "Delete a graph, its run record and its schedules (in Temporal too: refused "
+        "while Temporal is unreachable if it has any); its bound specs become standalone.",
+        lambda store, a: schedules.graph_delete(store, a["graph_id"]),
         needs=("graph_id",),
     ),
 }
@@ -262,6 +272,31 @@ GRAPH_CONTROL_VERBS: Verbs = {
         "Back to idle: end the run, clear the blocker, reopen bound specs.",
         lambda store, a: control.graph_reset(store, a["graph_id"]),
         needs=("graph_id",),
+    ),
+    "schedule": Verb(
+        "Start runs of the graph on cron (5 fields or @daily…) in timezone (IANA, "
+        "default UTC), over queue_id or its bound specs: a Temporal Schedule (= `canopy "
+        "graph schedule`); a fire while the graph has an active run is skipped and recorded.",
+        lambda store, a: schedules.schedule_create(
+            store, a["graph_id"], a["cron"], a["queue_id"], a["timezone"]
+        ),
+        needs=("graph_id", "cron"),
+        takes=("queue_id", "timezone"),
+    ),
+    "pause_schedule": Verb(
+        "Pause a schedule: no fire until it is unpaused.",
+        lambda store, a: schedules.schedule_pause(store, a["schedule_id"]),
+        needs=("schedule_id",),
+    ),
+    "unpause_schedule": Verb(
+        "Unpause a schedule: it fires on its cron again.",
+        lambda store, a: schedules.schedule_unpause(store, a["schedule_id"]),
+        needs=("schedule_id",),
+    ),
+    "delete_schedule": Verb(
+        "Delete a schedule, in Temporal and in the store.",
+        lambda store, a: schedules.schedule_delete(store, a["schedule_id"]),
+        needs=("schedule_id",),
     ),
 }
 
