@@ -1,4 +1,4 @@
-"""Replay: GraphRunV2 and SessionDelivery stay deterministic across code changes (and
+"""Replay: GraphRunV2, SessionDelivery and ScheduledRun stay deterministic across code changes (and
 continue-as-new works).
 
 Each scenario runs on the real dev server; its fresh history is replayed against the
@@ -21,11 +21,12 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from canopy.contracts.session_delivery import session_workflow_id
-from canopy.ops import control, graphs, queues, runs, sessions
+from canopy.ops import control, graphs, queues, runs, schedules, sessions
 from canopy.ops.session_wake import wait_for_delivery, wake_session
 from canopy.paths import canopy_home
 from canopy.store.engine import Store
 from canopy.workflows.graph_run import GraphRunV2
+from canopy.workflows.scheduled_run import ScheduledRun
 from canopy.workflows.session_delivery import SessionDelivery
 from tests.conftest import graph_state, make_specs
 from tests.engine import FAKE_AGENT, eventually, fake_node, settle
@@ -183,6 +184,29 @@ async def session_delivery(client: Client, store: Store, repo: Path) -> str:
     return workflow_id
 
 
+async def scheduled_run(client: Client, store: Store, repo: Path) -> str:
+    """A schedule fired once (triggered now): its ScheduledRun starts the graph's run."""
+    graph = graphs.graph_create(
+        store,
+        {"name": "g", "workdir": str(repo), "nodes": [CHECK], "specs": make_specs(store, "a")},
+    )
+    created = await schedules.schedule_create(store, graph["id"], "@daily")
+    handle = client.get_schedule_handle(created["temporal_id"])
+    await handle.trigger()
+
+    async def fired() -> str | None:
+        actions = (await handle.describe()).info.recent_actions
+        return getattr(actions[0].action, "workflow_id", None) if actions else None
+
+    workflow_id = await eventually(fired, "the schedule to fire")
+    result = await client.get_workflow_handle(workflow_id).result()
+    assert result["outcome"] == "started", result
+    settled = await runs.wait_until_settled(store, graph["id"], SETTLE_TIMEOUT)
+    assert settled["status"] == "completed", settled
+    await handle.delete()
+    return str(workflow_id)
+
+
 SCENARIOS: dict[str, Scenario] = {
     "drain": drain,
     "settle_failed": settle_failed,
@@ -191,6 +215,7 @@ SCENARIOS: dict[str, Scenario] = {
     "ensemble_failover": ensemble_failover,
     "pause_continue": pause_continue,
     "session_delivery": session_delivery,
+    "scheduled_run": scheduled_run,
 }
 
 
@@ -216,7 +241,7 @@ async def histories_of(client: Client, workflow_id: str) -> list[WorkflowHistory
 
 async def replay(history: WorkflowHistory) -> None:
     replayer = Replayer(
-        workflows=[GraphRunV2, SessionDelivery],
+        workflows=[GraphRunV2, SessionDelivery, ScheduledRun],
         data_converter=pydantic_data_converter,
     )
     await replayer.replay_workflow(history)
