@@ -638,6 +638,49 @@ async def test_graph_control_runs_and_steers_a_queue_run(
 # --------------------------------------------------------------------------- stdio
 
 
+async def test_graph_control_schedules_answer_as_the_cli(
+    serving: TemporalClient, cli: Cli, repo: Path, mode: str
+) -> None:
+    async with connect(mode) as client:
+        nodes = [{"name": "work", "command": "true"}]
+        definition = {"name": "build", "workdir": str(repo), "nodes": nodes}
+        await ok(client, "graph_edit", action="create", definition=definition)
+        assert (
+            await refused(
+                client, "graph_control", action="schedule", graph_id="build", cron="61 * * * *"
+            )
+            == "cron expression '61 * * * *': minute '61': values must be between 0 and 59"
+        )
+        created = await ok(
+            client,
+            "graph_control",
+            action="schedule",
+            graph_id="build",
+            cron="0 2 * * 1-5",
+            timezone="Europe/Paris",
+        )
+        assert (created["cron"], created["timezone"], created["paused"]) == (
+            "0 2 * * 1-5",
+            "Europe/Paris",
+            False,
+        )
+        schedule_id = created["id"]
+        paused = await ok(client, "graph_control", action="pause_schedule", schedule_id=schedule_id)
+        assert paused["paused"] is True
+        listed = await answer(client, "graph", action="schedules", graph_id="build")
+        assert listed == await cli.json_line("schedule", "list", "--graph", "build")
+        assert [row["paused"] for row in json.loads(listed)] == [True]
+        unpaused = await ok(
+            client, "graph_control", action="unpause_schedule", schedule_id=schedule_id[:10]
+        )
+        assert unpaused["paused"] is False
+        deleted = await ok(
+            client, "graph_control", action="delete_schedule", schedule_id=schedule_id
+        )
+        assert deleted == {"id": schedule_id, "graph_id": created["graph_id"], "deleted": True}
+        assert await ok(client, "graph", action="schedules") == []
+
+
 async def test_canopy_mcp_serves_over_stdio(tmp_path: Path) -> None:
     """The real command, as an agent host launches it: initialize, list tools, call one."""
     home = tmp_path / "home"
