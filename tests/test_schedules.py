@@ -141,6 +141,7 @@ async def test_a_schedule_fires_a_run_skips_an_overlapping_fire_and_goes_with_it
         "Europe/Paris",
         False,
     )
+    assert created["next_fire"] is not None and created["temporal"] is None
     code, listed = await temporal(serving, "schedule", "list")
     assert code == 0 and temporal_id in listed, listed
 

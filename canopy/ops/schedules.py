@@ -74,7 +74,7 @@ async def schedule_create(
         await asyncio.to_thread(_forget, store, row["id"])
         raise
     (created,) = await asyncio.to_thread(_listed, store, row["id"])
-    return {**created, "paused": False}
+    return {**created, **await _state(client, row["temporal_id"])}
 
 
 def _new_row(store: Store, graph: str, queue: str | None, cron: str, zone: str) -> Row:
