@@ -33,6 +33,7 @@ from canopy.contracts.graph_run import (
     SpecClosed,
     node_timeout_minutes,
 )
+from canopy.contracts.graph_run_blocker import QueueFailed, blocker_json
 from canopy.graphs.nodemodels import EnsembleNode, stored_node
 from canopy.graphs.transitions import default_next
 from canopy.limits import DEFAULT_MAX_VISITS
@@ -420,7 +421,7 @@ class RunRecords:
                 _record_end(rows, found[0]["id"], end.result)
 
     @activity.defn
-    def queue_settlement(self, request: RunRef) -> dict[str, Any] | None:
+    def queue_settlement(self, request: RunRef) -> QueueFailed | None:
         """For a drained queue run: ``None`` if every member completed, was skipped or is held
         by another active run, else the blocker naming the members that did not complete.
         A member another run holds is not this run's failure; the blocker
@@ -451,16 +452,12 @@ class RunRecords:
             return None
         names = ", ".join(f"{name} ({spec_id}: {status})" for spec_id, name, status in unfinished)
         elsewhere = "".join(f"; {message}" for message in held.values())
-        blocker: dict[str, Any] = {
-            "kind": "queue_failed",
-            "message": f"{len(unfinished)} queue member(s) did not complete: {names}{elsewhere}",
-            "failed_specs": [spec_id for spec_id, _, _ in unfinished],
-        }
-        if node is not None:
-            blocker["node"] = node
-        if held:
-            blocker["held_elsewhere"] = list(held.values())
-        return blocker
+        return QueueFailed(
+            message=f"{len(unfinished)} queue member(s) did not complete: {names}{elsewhere}",
+            failed_specs=[spec_id for spec_id, _, _ in unfinished],
+            node=node,
+            held_elsewhere=list(held.values()) or None,
+        )
 
     @activity.defn
     def settle_run(self, settlement: RunSettlement) -> None:
@@ -471,7 +468,8 @@ class RunRecords:
         the signals it ignored (``ignored_signals``) stay.
         """
         with self._store.transaction() as rows:
-            run = set_run_status(rows, settlement.run_id, settlement.status, settlement.blocker)
+            blocker = blocker_json(settlement.blocker)
+            run = set_run_status(rows, settlement.run_id, settlement.status, blocker)
             summary = settlement.counts.model_dump()
             held = _held_elsewhere(rows, run)
             if held:

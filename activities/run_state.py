@@ -15,6 +15,7 @@ from canopy.contracts.graph_run import (
     RunPause,
     RunRef,
 )
+from canopy.contracts.graph_run_blocker import blocker_json
 from canopy.ops.notifications import notify
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import Store
@@ -37,7 +38,7 @@ class RunControl:
     @activity.defn
     def pause_run(self, pause: RunPause) -> None:
         """Run and graph ``paused`` with the blocker stored on the graph (not failed)."""
-        self._set_status(pause.run_id, "paused", pause.blocker)
+        self._set_status(pause.run_id, "paused", blocker_json(pause.blocker))
 
     @activity.defn
     def resume_run(self, request: RunRef) -> None:

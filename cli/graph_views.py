@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from canopy.cli.render import print_line, print_table
-from canopy.cli.views import blocker_text
 from canopy.graphs.kinds import (
     AGENT_HOOK,
     COMMAND_HOOK,
@@ -80,8 +79,9 @@ def _show_facts(info: GraphInfo) -> None:
         f"status: {info.status}   workdir: {info.workdir or '(none)'}{host}   "
         f"allow_dirty_start: {dirty}   permissions: {info.permissions or '(platform default)'}"
     )
-    if info.blocker is not None:
-        print_line(f"blocker: {blocker_text(info.blocker)}")
+    blocker = info.blocked()
+    if blocker is not None:
+        print_line(f"blocker: {blocker.message}")
     active = info.active_run
     if active is not None:
         print_line(f"active run: {active.id} (#{active.number}, {active.status})")

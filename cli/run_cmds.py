@@ -11,6 +11,7 @@ import typer
 from canopy.cli.options import JsonFlag
 from canopy.cli.render import elapsed, emit, print_line, spinner
 from canopy.cli.store import open_store
+from canopy.cli.views import blocker_text
 from canopy.limits import WAIT_SECONDS, check_range
 from canopy.timefmt import as_utc, utcnow
 
@@ -71,7 +72,7 @@ def wait(
         blocker = result["blocker"]
         print_line(f"{result['name']}: {result['status']}")
         if blocker:
-            print_line(f"blocker: {blocker.get('message', blocker)}")
+            print_line(f"blocker: {blocker_text(blocker)}")
 
     emit(result, as_json, human)
 

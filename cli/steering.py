@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from canopy.cli.render import emit, print_line, spinner
+from canopy.cli.views import blocker_text
 from canopy.ops import control_checks as checks
 
 if TYPE_CHECKING:
@@ -59,6 +60,6 @@ def _show(result: dict[str, Any]) -> None:
         print_line("reset in the store (no workflow to signal)")
     print_line(f"{result['name']}: {result['status']}")
     if result["blocker"]:
-        print_line(f"blocker: {result['blocker'].get('message', result['blocker'])}")
+        print_line(f"blocker: {blocker_text(result['blocker'])}")
     if result["note"]:
         print_line(f"note: {result['note']}")

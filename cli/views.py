@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from canopy.cli.render import print_block, print_line, print_table
+from canopy.contracts.graph_run_blocker import stored_blocker
 from canopy.usagefmt import cost_text
 
 
@@ -126,11 +127,10 @@ def show_graph_list(graphs: list[dict[str, Any]]) -> None:
     )
 
 
-def blocker_text(blocker: Mapping[str, Any] | None) -> str:
-    """A stored blocker's one-line message (its kind when it carries no message)."""
-    if blocker is None:
-        return ""
-    return blocker.get("message") or blocker.get("kind") or "blocked"
+def blocker_text(stored: Mapping[str, Any] | None) -> str:
+    """The one-line message of a blocker in a command's JSON answer (blank for none)."""
+    blocker = stored_blocker(stored)
+    return "" if blocker is None else blocker.message
 
 
 def show_usage(report: dict[str, Any]) -> None:

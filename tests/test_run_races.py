@@ -32,6 +32,7 @@ from canopy.contracts.graph_run import (
     SpecClose,
     SpecOutcome,
 )
+from canopy.contracts.graph_run_blocker import blocker_json
 from canopy.errors import Refused
 from canopy.graphs.nodemodels import CommandNode
 from canopy.ops import queues, runs
@@ -342,7 +343,8 @@ async def test_a_spec_another_run_holds_is_passed_over_and_named_never_blamed(
     close(mine.start, gamma_spec, "failed")
     line = f"spec alpha ({alpha}) is being run by {theirs_id} of graph theirs"
     blocker = records.queue_settlement(RunRef(run_id=mine_id))
-    assert blocker == {
+    assert blocker is not None
+    assert blocker_json(blocker) == {
         "kind": "queue_failed",
         "message": f"1 queue member(s) did not complete: gamma ({gamma}: failed); {line}",
         "failed_specs": [gamma],

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from canopy.backlog.specformat import SECTION_NAMES
+from canopy.contracts.graph_run_blocker import DirtyTree, ways_out
 
 if TYPE_CHECKING:
     from canopy.ops.graph_info import GraphInfo
@@ -98,14 +99,14 @@ def graph_page(info: GraphInfo, now: datetime, ui_url: str | None) -> str:
         f"`{info.id}` · **{info.status}** · workdir `{info.workdir or '(none)'}` · "
         f"allow_dirty_start: **{dirty}** · permissions: **{permissions}**",
     ]
-    if info.blocker is not None:
-        stored = info.blocker
-        blocker = [f"## ⚠ Blocked\n\n{stored['message']}"]
-        if stored.get("dirty_paths"):
-            shown = "\n".join(f"- `{path}`" for path in stored["dirty_paths"])
-            blocker.append(f"Dirty paths ({stored.get('dirty_count')}):\n\n{shown}")
-        if stored.get("ways_out"):
-            ways = "\n".join(f"- {way}" for way in stored["ways_out"])
+    stored = info.blocked()
+    if stored is not None:
+        blocker = [f"## ⚠ Blocked\n\n{stored.message}"]
+        if isinstance(stored, DirtyTree) and stored.dirty_paths:
+            shown = "\n".join(f"- `{path}`" for path in stored.dirty_paths)
+            blocker.append(f"Dirty paths ({stored.dirty_count}):\n\n{shown}")
+        if ways_out(stored):
+            ways = "\n".join(f"- {way}" for way in ways_out(stored))
             blocker.append(f"Ways out:\n\n{ways}")
         parts.append("\n\n".join(blocker))
     if info.consistency_warning:

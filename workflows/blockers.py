@@ -5,25 +5,24 @@ Pure functions of their inputs (no I/O), so the workflow may call them; the word
 """
 
 import shlex
-from typing import Any
 
 from canopy.contracts.graph_run import NextSpec
+from canopy.contracts.graph_run_blocker import DirtyTree, Paused, SpecFailed, SpecRef, Stopped
 from canopy.markdown import code_span
 from canopy.workdir import WorktreeState, describe_dirty
 
 
-def spec_failed(spec: NextSpec, node: str | None) -> dict[str, Any]:
+def spec_failed(spec: NextSpec, node: str | None) -> SpecFailed:
     """A bound-spec run that ended at a failed spec."""
-    return {
-        "kind": "spec_failed",
-        "message": f"spec {spec.name} ({spec.spec_id}) failed at node {node}",
-        "spec_id": spec.spec_id,
-        "node": node,
-    }
+    return SpecFailed(
+        message=f"spec {spec.name} ({spec.spec_id}) failed at node {node}",
+        spec_id=spec.spec_id,
+        node=node,
+    )
 
 
-def _spec_ref(spec: NextSpec) -> dict[str, str]:
-    return {"id": spec.spec_id, "name": spec.name}
+def _spec_ref(spec: NextSpec) -> SpecRef:
+    return SpecRef(id=spec.spec_id, name=spec.name)
 
 
 def dirty_tree(
@@ -32,22 +31,21 @@ def dirty_tree(
     state: WorktreeState,
     upcoming: NextSpec,
     node: str | None = None,
-) -> dict[str, Any]:
+) -> DirtyTree:
     """The guard between specs refused a dirty tree; ``node`` is the node
     the spec would have started at (``{{node}}`` of ``on_blocked``)."""
     graph = shlex.quote(graph_name)
-    return {
-        "kind": "dirty_tree",
-        "message": (
+    return DirtyTree(
+        message=(
             f"workdir {workdir} is dirty ({describe_dirty(state)}); paused before spec "
             f"{upcoming.name} ({upcoming.spec_id})"
         ),
-        "workdir": workdir,
-        "dirty_paths": state.dirty_paths,
-        "dirty_count": state.dirty_count,
-        "next_spec": _spec_ref(upcoming),
-        **_at(node),
-        "ways_out": [
+        workdir=workdir,
+        dirty_paths=state.dirty_paths,
+        dirty_count=state.dirty_count,
+        next_spec=_spec_ref(upcoming),
+        node=node,
+        ways_out=[
             f"run the next spec anyway: {_command(graph, '--mode run_from_node')}",
             f"clean the tree by hand, then skip the next spec: "
             f"{_command(graph, '--mode skip_next_spec')}",
@@ -55,20 +53,19 @@ def dirty_tree(
             f"({code_span(f'canopy graph edit {graph} --file FILE')}), then: {_command(graph)}",
             f"clean the tree by hand, then: {_command(graph)}",
         ],
-    }
+    )
 
 
-def paused(graph_name: str, upcoming: NextSpec, node: str | None = None) -> dict[str, Any]:
+def paused(graph_name: str, upcoming: NextSpec, node: str | None = None) -> Paused:
     """``graph pause`` landed at a spec boundary; ``node`` is the node the spec would have
     started at."""
     graph = shlex.quote(graph_name)
-    return {
-        "kind": "paused",
-        "message": f"paused on request before spec {upcoming.name} ({upcoming.spec_id})",
-        "next_spec": _spec_ref(upcoming),
-        **_at(node),
-        "ways_out": [_command(graph)],
-    }
+    return Paused(
+        message=f"paused on request before spec {upcoming.name} ({upcoming.spec_id})",
+        next_spec=_spec_ref(upcoming),
+        node=node,
+        ways_out=[_command(graph)],
+    )
 
 
 def _command(graph: str, options: str = "") -> str:
@@ -78,23 +75,17 @@ def _command(graph: str, options: str = "") -> str:
     return code_span(f"canopy graph continue {graph}{' ' if options else ''}{options}")
 
 
-def _at(node: str | None) -> dict[str, str]:
-    """The blocker's ``node`` when it is known."""
-    return {} if node is None else {"node": node}
-
-
-def stopped(graph_name: str, spec: NextSpec, node: str | None) -> dict[str, Any]:
+def stopped(graph_name: str, spec: NextSpec, node: str | None) -> Stopped:
     """``graph stop`` interrupted a node; the spec will run again on continue."""
     graph = shlex.quote(graph_name)
-    return {
-        "kind": "stopped",
-        "message": f"stopped during spec {spec.name} ({spec.spec_id}) at node {node}",
-        "next_spec": _spec_ref(spec),
-        "node": node,
-        "ways_out": [
+    return Stopped(
+        message=f"stopped during spec {spec.name} ({spec.spec_id}) at node {node}",
+        next_spec=_spec_ref(spec),
+        node=node,
+        ways_out=[
             f"run it again from the start: {_command(graph)}",
             f"resume at the interrupted node: "
             f"{_command(graph, f'--mode run_from_node --node {shlex.quote(str(node))}')}",
             f"skip it: {_command(graph, '--mode skip_next_spec')}",
         ],
-    }
+    )

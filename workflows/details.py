@@ -5,9 +5,9 @@ Pure functions of their inputs (no I/O, no clock), so the workflow may call them
 """
 
 from datetime import datetime
-from typing import Any
 
 from canopy.contracts.graph_run import IgnoredSignalRecord, NextSpec, RunCounts
+from canopy.contracts.graph_run_blocker import Blocker, DirtyTree, ways_out
 from canopy.markdown import code_span
 
 
@@ -69,15 +69,15 @@ def running(
     )
 
 
-def blocked(blocker: dict[str, Any]) -> str:
+def blocked(blocker: Blocker) -> str:
     """A paused run: the blocker, its dirty paths, and its ways out as commands."""
-    lines = [f"**Paused** ({blocker['kind']}): {blocker['message']}"]
-    dirty = blocker.get("dirty_paths") or []
-    if dirty:
-        more = blocker.get("dirty_count", len(dirty)) - len(dirty)
+    lines = [f"**Paused** ({blocker.kind}): {blocker.message}"]
+    if isinstance(blocker, DirtyTree) and blocker.dirty_paths:
+        dirty = blocker.dirty_paths
+        more = blocker.dirty_count - len(dirty)
         listed = "\n".join(f"- {code_span(path)}" for path in dirty)
         lines.append(f"Dirty paths:\n{listed}" + (f"\n- … and {more} more" if more > 0 else ""))
-    ways = blocker.get("ways_out") or []
+    ways = ways_out(blocker)
     if ways:
         lines.append("Ways out:\n" + "\n".join(f"- {way}" for way in ways))
     return "\n\n".join(lines)
@@ -100,8 +100,8 @@ def ignored(record: IgnoredSignalRecord) -> str:
     return f"\n\nignored signal {record.signal} at {at}: {record.reason}"
 
 
-def settled(status: str, counts: RunCounts, blocker: dict[str, Any] | None) -> str:
+def settled(status: str, counts: RunCounts, blocker: Blocker | None) -> str:
     """A run that has ended."""
     done = f"{counts.completed} completed, {counts.failed} failed, {counts.skipped} skipped"
-    why = f"\n\n{blocker['message']}" if blocker else ""
+    why = f"\n\n{blocker.message}" if blocker else ""
     return f"**Settled {status}** · {done}{why}{denied(counts)}{used(counts)}"

@@ -60,6 +60,7 @@ with workflow.unsafe.imports_passed_through():
         SpecOutcome,
         WorkdirRef,
     )
+    from canopy.contracts.graph_run_blocker import Blocker, DirtyTree, QueueFailed, SpecFailed
     from canopy.graphs.hooks import HookEvent
     from canopy.workflows import blockers, details
     from canopy.workflows.node_launch import NodeLauncher, NotLaunched
@@ -301,7 +302,7 @@ class GraphRunV2:
             return await self._wait_for_continue(start, spec, None)
         return Plan()
 
-    async def _guard(self, start: RunInput, upcoming: NextSpec) -> dict[str, Any] | None:
+    async def _guard(self, start: RunInput, upcoming: NextSpec) -> DirtyTree | None:
         """The dirty-tree blocker for ``upcoming``, or ``None`` when the run may go on."""
         if await store(RunControl.allows_dirty_start, GraphRef(graph_id=start.graph_id)):
             return None
@@ -316,7 +317,7 @@ class GraphRunV2:
             return None
         return blockers.dirty_tree(start.graph_name, start.workdir, state, upcoming)
 
-    async def _park(self, start: RunInput, blocker: dict[str, Any]) -> None:
+    async def _park(self, start: RunInput, blocker: Blocker) -> None:
         """Graph ``paused`` with ``blocker`` stored (not failed).
 
         Pending ``pause``/``stop`` requests are spent: the run is paused now.
@@ -324,9 +325,9 @@ class GraphRunV2:
         self._steering.pause_requested = False
         self._steering.stop_requested = False
         self._steering.continue_request = None  # only one sent while paused resumes it
-        self._progress.status.waiting_for = f"continue ({blocker['kind']})"
+        self._progress.status.waiting_for = f"continue ({blocker.kind})"
         self._progress.set_details(details.blocked(blocker))
-        self._progress.mark("paused", blocker["kind"])
+        self._progress.mark("paused", blocker.kind)
         await store(RunControl.pause_run, RunPause(run_id=start.run_id, blocker=blocker))
         if not self._parked:
             self._parked = True
@@ -335,8 +336,8 @@ class GraphRunV2:
                 start,
                 "on_blocked",
                 f"pause-{workflow.info().run_id}-{self._parks}",
-                blocker=blocker["message"],
-                node=blocker.get("node"),
+                blocker=blocker.message,
+                node=blocker.node,
             )
 
     async def _wait_for_continue(
@@ -423,7 +424,7 @@ class GraphRunV2:
         unfinished = await store(RunRecords.queue_settlement, RunRef(run_id=start.run_id))
         return await self._settle(start, "failed" if unfinished else "completed", unfinished)
 
-    async def _settle(self, start: RunInput, status: str, blocker: dict[str, Any] | None) -> str:
+    async def _settle(self, start: RunInput, status: str, blocker: Blocker | None) -> str:
         """Write the final status of the run and the graph."""
         counts = self._progress.status.counts
         settlement = RunSettlement(
@@ -431,7 +432,7 @@ class GraphRunV2:
         )
         await store(RunRecords.settle_run, settlement)
         self._progress.set_details(details.settled(status, counts, blocker))
-        self._progress.mark(cast(RunState, status), blocker["kind"] if blocker else None)
+        self._progress.mark(cast(RunState, status), blocker.kind if blocker else None)
         if status == "completed" and counts.completed > 0:
             await self._fire(start, "on_completed", "settled")
         elif status == "failed" and blocker is not None:
@@ -439,10 +440,10 @@ class GraphRunV2:
                 start,
                 "on_failed",
                 "settled",
-                spec_id=blocker.get("spec_id"),
-                failed_specs=blocker.get("failed_specs", []),
-                blocker=blocker["message"],
-                node=blocker.get("node"),
+                spec_id=blocker.spec_id if isinstance(blocker, SpecFailed) else None,
+                failed_specs=blocker.failed_specs if isinstance(blocker, QueueFailed) else [],
+                blocker=blocker.message,
+                node=blocker.node,
             )
         self._progress.set_details(details.settled(status, counts, blocker))  # + hooks
         return status

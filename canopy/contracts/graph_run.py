@@ -7,10 +7,11 @@ files under the data dir). Pydantic models, carried by the pydantic data convert
 import json
 import math
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from canopy.contracts.graph_run_blocker import Blocker
 from canopy.contracts.graph_run_signals import CONTROL_SIGNALS, ContinueMode
 from canopy.contracts.graph_run_signals import SIGNAL_CONTINUE as SIGNAL_CONTINUE  # re-exported
 from canopy.contracts.graph_run_signals import SIGNAL_PAUSE as SIGNAL_PAUSE
@@ -30,6 +31,11 @@ GRAPH_RUN_WORKFLOW = "GraphRunV2"
 chain of executions when it continues as new. It runs on the agents task queue of the host
 holding the workdir, with its store bookkeeping as local activities: one round trip per
 node."""
+
+TypedBlocker = Annotated[Blocker, Field(discriminator="kind")]
+"""A :data:`~canopy.contracts.graph_run_blocker.Blocker` in a payload: its class picked by
+``kind``, every field validated (a payload recorded before blockers were typed holds the
+same JSON the store keeps, so it loads)."""
 
 RunState = Literal["running", "paused", "usage_limit", "completed", "failed", "reset"]
 """A run's ``CanopyStatus`` search attribute."""
@@ -301,7 +307,7 @@ class RunPause(BaseModel):
     """Pause a run with ``blocker`` stored on its graph."""
 
     run_id: str
-    blocker: dict[str, Any]
+    blocker: TypedBlocker
 
 
 class ResumeSchedule(BaseModel):
@@ -332,7 +338,7 @@ class RunSettlement(BaseModel):
 
     run_id: str
     status: str
-    blocker: dict[str, Any] | None
+    blocker: TypedBlocker | None
     counts: RunCounts
 
 

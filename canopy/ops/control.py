@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, timedelta
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from canopy.contracts.graph_run_blocker import stored_blocker
 from canopy.contracts.graph_run_signals import QUERY_STATUS, SIGNAL_CONTINUE, SIGNAL_RESET
 from canopy.errors import Refused
 from canopy.ops import control_checks as checks
@@ -112,7 +113,7 @@ async def steer(
         return _reset_in_store(store, state, note)
     still_paused = result["status"] == "paused" and result["note"] is None and result["blocker"]
     if control.signal == SIGNAL_CONTINUE and still_paused:
-        result["note"] = f"still paused: {result['blocker'].get('message')}"
+        result["note"] = f"still paused: {stored_blocker(result['blocker']).message}"
     return result
 
 
