@@ -31,7 +31,6 @@ if TYPE_CHECKING:
         HookRunInfo,
         NodeRunInfo,
         QueueProgress,
-        RunInfo,
         SpecUsage,
         StoredNode,
     )
@@ -59,7 +58,7 @@ def show_graph(info: GraphInfo) -> None:
         "Runs",
         ["#", "id", "status", "queue", "started", "ended", "used"],
         [
-            [r.number, r.id, r.status, r.queue_id or "", r.started_at, r.ended_at, _run_used(r)]
+            [r.number, r.id, r.status, r.queue_id or "", r.started_at, r.ended_at, used_text(r)]
             for r in info.runs
         ],
     )
@@ -155,13 +154,7 @@ def _show_node_runs(node_runs: list[NodeRunInfo]) -> None:
                 n.host or "",
                 n.status,
                 n.exit_code,
-                used_text(
-                    n.input_tokens,
-                    n.output_tokens,
-                    n.cache_read_tokens,
-                    n.cache_write_tokens,
-                    n.cost_usd,
-                ),
+                used_text(n),
                 n.model or "",
                 n.denied(),
                 n.error or "",
@@ -174,17 +167,6 @@ def _show_node_runs(node_runs: list[NodeRunInfo]) -> None:
     )
 
 
-def _run_used(run: RunInfo) -> str:
-    """A run's totals, in one cell."""
-    return used_text(
-        run.input_tokens,
-        run.output_tokens,
-        run.cache_read_tokens,
-        run.cache_write_tokens,
-        run.cost_usd,
-    )
-
-
 def _show_spec_usage(specs: list[SpecUsage]) -> None:
     """What each spec used in the latest run, summed over its node runs and hook runs."""
     print_table(
@@ -194,15 +176,7 @@ def _show_spec_usage(specs: list[SpecUsage]) -> None:
             [
                 s.spec_name or s.spec_id,
                 s.runs,
-                *(
-                    "" if count is None else f"{count:,}"
-                    for count in (
-                        s.input_tokens,
-                        s.output_tokens,
-                        s.cache_read_tokens,
-                        s.cache_write_tokens,
-                    )
-                ),
+                *("" if count is None else f"{count:,}" for count in s.tokens()),
                 "" if s.cost_usd is None else cost_text(s.cost_usd),
                 "" if s.turns is None else s.turns,
                 "" if s.duration_ms is None else f"{s.duration_ms / 1000:.1f}s",
@@ -223,13 +197,7 @@ def _show_hook_runs(hook_runs: list[HookRunInfo]) -> None:
                 _hook_mode(h.hook_config),
                 h.spec_id or "",
                 h.status,
-                used_text(
-                    h.input_tokens,
-                    h.output_tokens,
-                    h.cache_read_tokens,
-                    h.cache_write_tokens,
-                    h.cost_usd,
-                ),
+                used_text(h),
                 h.error or "",
                 h.started_at,
                 h.log_path or "",

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 
 from canopy.cli.render import print_block, print_line, print_table
 from canopy.contracts.graph_run_blocker import stored_blocker
-from canopy.usagefmt import cost_text
+from canopy.usagefmt import UsageCounts, cost_text
 
 
 def show_spec_list(specs: list[dict[str, Any]]) -> None:
@@ -151,8 +151,8 @@ def show_usage(report: dict[str, Any]) -> None:
 
 def _usage_cells(row: Mapping[str, Any]) -> list[str]:
     """Runs, tokens and cost of one ``canopy usage`` row (blank: nothing reported)."""
-    tokens = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    used = UsageCounts.picked(row)
     cells = [str(row["runs"])]
-    cells += ["" if row[key] is None else f"{row[key]:,}" for key in tokens]
-    cells.append("" if row["cost_usd"] is None else cost_text(row["cost_usd"]))
+    cells += ["" if count is None else f"{count:,}" for count in used.tokens()]
+    cells.append("" if used.cost_usd is None else cost_text(used.cost_usd))
     return cells

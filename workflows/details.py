@@ -44,11 +44,8 @@ def used(counts: RunCounts) -> str:
         return ""
     tokens = [
         f"{count:,} {what}"
-        for count, what in (
-            (usage.input_tokens, "input"),
-            (usage.output_tokens, "output"),
-            (usage.cache_read_tokens, "cache read"),
-            (usage.cache_write_tokens, "cache write"),
+        for count, what in zip(
+            usage.tokens(), ("input", "output", "cache read", "cache write"), strict=True
         )
         if count is not None
     ]

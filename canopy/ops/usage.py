@@ -18,23 +18,13 @@ from canopy.errors import Refused
 from canopy.limits import USAGE_SINCE_DAYS
 from canopy.store.queries import resolve_id
 from canopy.timefmt import to_iso, utcnow
+from canopy.usagefmt import USAGE_COUNTS
 
 if TYPE_CHECKING:
     from datetime import datetime
 
     from canopy.store.engine import Store
     from canopy.store.queries import Row, Rows
-
-USAGE_COUNTS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "cost_usd",
-    "turns",
-    "duration_ms",
-)
-"""The ledger's summable columns, on ``node_runs`` and ``hook_runs`` alike."""
 
 _SUMS = ", ".join(f"SUM({column}) AS {column}" for column in USAGE_COUNTS)
 _REPORTED = " OR ".join(f"{column} IS NOT NULL" for column in (*USAGE_COUNTS, "model"))

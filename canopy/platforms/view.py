@@ -114,17 +114,7 @@ def usage_line(usage: HarnessUsage | None) -> list[str]:
     """``Σ 1.2k in · 340 out · $0.2500 · 3 turns · claude-opus-4-6``: what the run
     reported it used, worded as ``graph info`` words it; nothing when it reported no
     tokens and no cost (a model alone, named before the run failed, is not usage)."""
-    used = (
-        ""
-        if usage is None
-        else used_text(
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cache_read_tokens,
-            usage.cache_write_tokens,
-            usage.cost_usd,
-        )
-    )
+    used = "" if usage is None else used_text(usage)
     if usage is None or not used:
         return []
     parts = [used]
