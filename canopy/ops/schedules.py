@@ -5,11 +5,11 @@ Each schedule is a row in the store (which graph, which queue, the cron, the lat
 fire's outcome) and a Temporal Schedule, ``canopy-schedule-<graph id>-<schedule id>``,
 which shows on the Temporal UI's Schedules page and fires while no Canopy command runs.
 Its action starts a ``ScheduledRun`` workflow on the main task queue, whose activity
-calls :func:`fire`: the graph's run is started by :func:`canopy.ops.runs.graph_run`, the
-function ``graph run`` calls, so a fire passes the same launch guard. The store is the
-record of which schedules Canopy made (so ``graph delete`` finds them without scanning
-Temporal) and of how each fire went; Temporal is the truth for whether one is paused and
-when it fires next, which ``schedule list`` asks it.
+calls :func:`canopy.activities.schedules.fire_schedule`: the graph's run is started by
+:func:`canopy.ops.runs.graph_run`, the function ``graph run`` calls, so a fire passes the
+same launch guard. The store is the record of which schedules Canopy made (so ``graph
+delete`` finds them without scanning Temporal) and of how each fire went; Temporal is the
+truth for whether one is paused and when it fires next, which ``schedule list`` asks it.
 
 temporalio is imported inside the functions that talk to Temporal, so ``graph delete``
 of a graph without schedules never loads it.
@@ -21,10 +21,9 @@ import asyncio
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from canopy.contracts.scheduled_run import SCHEDULED_RUN_WORKFLOW, FireResult, ScheduledRunInput
 from canopy.errors import Refused
 from canopy.ids import new_id
-from canopy.ops import graphs, runs
+from canopy.ops import graphs
 from canopy.ops.schedule_checks import check_cron, check_timezone
 from canopy.store import queries
 from canopy.store.engine import Store
@@ -73,7 +72,7 @@ async def schedule_create(
     except BaseException:
         await asyncio.to_thread(_forget, store, row["id"])
         raise
-    (created,) = await asyncio.to_thread(_listed, store, row["id"])
+    (created,) = await asyncio.to_thread(listed_rows, store, row["id"])
     return {**created, **await _state(client, row["temporal_id"])}
 
 
@@ -130,6 +129,8 @@ async def _create_in_temporal(client: Client, row: Row) -> None:
     )
     from temporalio.service import RPCError
 
+    from canopy.contracts.scheduled_run import SCHEDULED_RUN_WORKFLOW, ScheduledRunInput
+
     drains = f"queue {row['queue_id']}" if row["queue_id"] else "its bound specs"
     summary = f"{row['graph_name']}: scheduled run over {drains} ({row['cron']} {row['timezone']})"
     schedule = Schedule(
@@ -156,7 +157,7 @@ async def schedule_list(store: Store, graph: str | None = None) -> list[dict[str
     """Every schedule (or ``graph``'s), oldest first, with its latest fire and, asked of
     Temporal, whether it is paused and when it fires next. When Temporal cannot be
     reached the store's record is listed all the same, ``temporal`` saying why."""
-    listed = await asyncio.to_thread(_listed, store, None, graph)
+    listed = await asyncio.to_thread(listed_rows, store, None, graph)
     if not listed:
         return []
     try:
@@ -170,7 +171,9 @@ async def schedule_list(store: Store, graph: str | None = None) -> list[dict[str
     return [{**row, **state} for row, state in zip(listed, states, strict=True)]
 
 
-def _listed(store: Store, schedule_id: str | None = None, graph: str | None = None) -> list[Row]:
+def listed_rows(
+    store: Store, schedule_id: str | None = None, graph: str | None = None
+) -> list[Row]:
     """The stored schedules (one, a graph's or all), as listings show them."""
     with store.transaction() as rows:
         where, params = "", {}
@@ -250,7 +253,7 @@ async def _refuse_if_gone(row: Row, call: Any) -> None:
 def _resolved(store: Store, schedule: str) -> Row:
     with store.transaction() as rows:
         schedule_id = queries.resolve_id(rows, "schedule", schedule)
-    (row,) = _listed(store, schedule_id)
+    (row,) = listed_rows(store, schedule_id)
     return row
 
 
@@ -278,7 +281,7 @@ async def graph_delete(store: Store, graph: str) -> dict[str, Any]:
     """``graph delete``: the graph's schedules first (in Temporal, then with the graph's
     row), so a deleted graph leaves nothing firing. A graph with schedules is not deleted
     while Temporal is unreachable: its schedules would go on firing, unseen."""
-    found = await asyncio.to_thread(_listed, store, None, graph)
+    found = await asyncio.to_thread(listed_rows, store, None, graph)
     if found:
         await asyncio.to_thread(graphs.refuse_delete_while_active, store, graph)
         try:
@@ -293,47 +296,3 @@ async def graph_delete(store: Store, graph: str) -> dict[str, Any]:
             await _delete_in_temporal(client, row["temporal_id"])
     result = await asyncio.to_thread(graphs.graph_delete, store, graph)
     return {**result, "deleted_schedules": [row["id"] for row in found]}
-
-
-async def fire(store: Store, schedule_id: str) -> FireResult:
-    """One fire of the schedule: start the graph's run as ``graph run`` does and record
-    the outcome on the schedule's row. A graph with an active run is ``skipped``; any
-    other refusal is ``refused`` with its line. Neither is an error."""
-    rows = await asyncio.to_thread(_listed, store, schedule_id)
-    if not rows:
-        return FireResult(outcome="refused", line=f"no schedule {schedule_id} in the store")
-    (row,) = rows
-    host = await asyncio.to_thread(_fire_host, store, row)
-    try:
-        started = await runs.graph_run(store, row["graph_id"], queue=row["queue_id"], host=host)
-    except runs.ActiveRunRefusal as refusal:
-        result = FireResult(outcome="skipped", line=refusal.message)
-    except Refused as refusal:
-        result = FireResult(outcome="refused", line=refusal.message)
-    else:
-        line = f"started {started['run_id']} of {started['graph_name']} in {started['workdir']}"
-        result = FireResult(outcome="started", line=line, run_id=started["run_id"])
-    await asyncio.to_thread(_record_fire, store, schedule_id, result)
-    return result
-
-
-def _fire_host(store: Store, row: Row) -> str | None:
-    """Where the run goes: the graph's host as it is now, else where the schedule was made."""
-    with store.transaction() as rows:
-        found = rows("SELECT host FROM graphs WHERE id = :id", {"id": row["graph_id"]})
-    return None if found and found[0]["host"] else row["host"]
-
-
-def _record_fire(store: Store, schedule_id: str, result: FireResult) -> None:
-    with store.transaction() as rows:
-        rows(
-            "UPDATE schedules SET last_fired_at = :now, last_outcome = :outcome,"
-            " last_line = :line, last_run_id = :run_id WHERE id = :id",
-            {
-                "now": utcnow(),
-                "outcome": result.outcome,
-                "line": result.line,
-                "run_id": result.run_id,
-                "id": schedule_id,
-            },
-        )
