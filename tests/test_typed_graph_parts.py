@@ -15,6 +15,7 @@ import pytest
 from pydantic import BaseModel, TypeAdapter
 
 from canopy.contracts.graph_run import NodeLaunch, NodeStep
+from canopy.graphs.agents import LaunchedAgent, agent_platforms, launched_agents
 from canopy.graphs.hookmodels import AgentHook, CommandHook, InteractiveHook, stored_hook
 from canopy.graphs.model import validate_definition
 from canopy.graphs.nodemodels import AgentConfig, AgentNode, CommandNode, EnsembleNode, stored_node
@@ -125,3 +126,26 @@ def test_the_published_graph_info_schema_is_the_models() -> None:
     print(json.dumps(graph_info_schema(), indent=2))'``."""
     published = Path(__file__).parent.parent / "docs" / "graph-info.schema.json"
     assert json.loads(published.read_text()) == graph_info_schema()
+
+
+def test_a_graphs_agents_are_read_by_their_class_with_the_levels_on_the_way() -> None:
+    """``graph run`` (which CLIs a run needs) and ``doctor`` (where each platform is used,
+    at which level) walk the same agents: agent nodes, ensemble members and agent hooks,
+    never command nodes or hooks, with the nearer level first."""
+    nodes = [
+        {"name": "plan", "platform": "gemini", "prompt": "p", "permissions": "read-only"},
+        {"name": "build", "command": "make"},
+        {"name": "review", "ensemble": "team", "prompt": "p", "permissions": "workspace"},
+    ]
+    ensembles = {"team": [{"platform": "codex", "permissions": "full"}, {"platform": "gemini"}]}
+    hooks = {
+        "on_failed": [{"command": "notify-send failed"}, {"platform": "claude", "prompt": "p"}],
+        "on_blocked": [{"prompt": "p", "target_session_name": "s"}],
+    }
+    assert list(launched_agents(nodes, ensembles, hooks)) == [
+        LaunchedAgent("gemini", "node plan", ("read-only",)),
+        LaunchedAgent("codex", "node review (ensemble team)", ("full", "workspace")),
+        LaunchedAgent("gemini", "node review (ensemble team)", (None, "workspace")),
+        LaunchedAgent("claude", "hook on_failed[1]", (None,)),
+    ]
+    assert agent_platforms(nodes, ensembles, hooks) == ["gemini", "codex", "claude"]

@@ -138,14 +138,12 @@ def keep_awake_state() -> str:
 def platform_uses(rows: Rows) -> list[Use]:
     """Where each platform is used: graphs' agent nodes, ensemble members and agent
     hooks, and live sessions, each at the level it resolves to now."""
+    from canopy.graphs.agents import launched_agents
+
     uses: list[Use] = []
 
-    def add(platform: object, where: str, *levels: object) -> None:
-        if not isinstance(platform, str):
-            return
-        resolved = [stored_permissions(level) for level in levels]
-        level = nearest(*resolved, _configured(platform))
-        uses.append(Use(platform, level, where))
+    def add(platform: str, where: str, *levels: Permissions | None) -> None:
+        uses.append(Use(platform, nearest(*levels, _configured(platform)), where))
 
     graphs = rows(
         "SELECT name, permissions, CAST(nodes AS TEXT) AS nodes,"
@@ -154,29 +152,21 @@ def platform_uses(rows: Rows) -> list[Use]:
         {},
     )
     for graph in graphs:
-        name, level = graph["name"], graph["permissions"]
-        ensembles = stored_json(graph["ensembles"]) or {}
-        for node in stored_json(graph["nodes"]) or []:
-            where = f"graph {name}, node {node.get('name')}"
-            add(node.get("platform"), where, node.get("permissions"), level)
-            for member in ensembles.get(node.get("ensemble"), []) if node.get("ensemble") else []:
-                add(
-                    member.get("platform"),
-                    f"{where} (ensemble {node['ensemble']})",
-                    member.get("permissions"),
-                    node.get("permissions"),
-                    level,
-                )
-        for event, hooks in (stored_json(graph["hooks"]) or {}).items():
-            for index, hook in enumerate(hooks):
-                where = f"graph {name}, hook {event}[{index}]"
-                add(hook.get("platform"), where, hook.get("permissions"), level)
+        level = stored_permissions(graph["permissions"])
+        agents = launched_agents(
+            stored_json(graph["nodes"]) or [],
+            stored_json(graph["ensembles"]) or {},
+            stored_json(graph["hooks"]) or {},
+        )
+        for agent in agents:
+            add(agent.platform, f"graph {graph['name']}, {agent.where}", *agent.permissions, level)
     sessions = rows(
         "SELECT name, platform, permissions FROM sessions WHERE status = 'live' ORDER BY name",
         {},
     )
     for session in sessions:
-        add(session["platform"], f"session {session['name']}", session["permissions"])
+        permissions = stored_permissions(session["permissions"])
+        add(session["platform"], f"session {session['name']}", permissions)
     return uses
 
 

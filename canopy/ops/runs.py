@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from canopy import search_attributes
 from canopy.contracts.graph_run import GRAPH_RUN_WORKFLOW, RUN_SEARCH_ATTRIBUTES, RunInput
 from canopy.errors import Refused, store_errors
+from canopy.graphs.agents import agent_platforms
 from canopy.ids import new_id
 from canopy.ops import control, run_metadata
 from canopy.ops.tuning import run_tuning
@@ -184,17 +185,6 @@ def _check_start(
             "(graph edit, specs)"
         )
     return CheckedStart(graph_id, name, queue_id, queue_name, run_workdir, run_host, tree_checked)
-
-
-def agent_platforms(
-    nodes: list[dict[str, Any]], ensembles: dict[str, Any], hooks: dict[str, Any]
-) -> list[str]:
-    """The platforms a stored graph's agents launch (nodes, ensemble members, agent
-    hooks), each once, in the order the graph names them."""
-    named = [node.get("platform") for node in nodes]
-    named += [member.get("platform") for members in ensembles.values() for member in members]
-    named += [hook.get("platform") for event in hooks.values() for hook in event]
-    return list(dict.fromkeys(name for name in named if isinstance(name, str)))
 
 
 def _refuse_missing_platforms(graph: str, platforms: list[str]) -> None:
