@@ -58,6 +58,7 @@ with workflow.unsafe.imports_passed_through():
         SpecClose,
         SpecClosed,
         SpecOutcome,
+        SteerOutcome,
         WorkdirRef,
     )
     from canopy.contracts.graph_run_blocker import Blocker, DirtyTree, QueueFailed, SpecFailed
@@ -84,8 +85,9 @@ with workflow.unsafe.imports_passed_through():
 class GraphRunV2:
     """Drain specs through the graph's nodes, record everything, then settle."""
 
-    def __init__(self) -> None:
-        self._steering = Steering()
+    @workflow.init
+    def __init__(self, start: RunInput) -> None:
+        self._steering = Steering(start.graph_name)
         self._progress = RunProgress()
         self._launcher = NodeLauncher(self._steering, self._progress)
         self._parked = False
@@ -108,6 +110,18 @@ class GraphRunV2:
         ignored = self._steering.receive(self._progress.status.run_id, name, inputs)
         if ignored is not None:
             self._progress.ignored(ignored)
+
+    @workflow.update(dynamic=True)
+    async def steer(self, name: str, inputs: Sequence[RawValue]) -> SteerOutcome:
+        """Every signal as an update of the same name: applied as the signal is, answered
+        once the run has acted on it (see :meth:`Steering.answer`)."""
+        return await self._steering.answer(name, inputs)
+
+    @steer.validator
+    def refuse(self, name: str, inputs: Sequence[RawValue]) -> None:
+        """Refuse, before it is accepted, an update that does not fit or does not apply to
+        the run's state now (see :meth:`Steering.validate`)."""
+        self._steering.validate(name, inputs)
 
     @workflow.run
     async def run(self, start: RunInput) -> str:
@@ -157,10 +171,19 @@ class GraphRunV2:
             if isinstance(after, str):
                 return after
             plan = after
+        steering.graph_status = "idle"
         await store(RunControl.reset_run, RunRef(run_id=start.run_id))
+        steering.moved()
         self._progress.set_details("**Reset**: the graph is idle again")
         self._progress.mark("reset", None)
+        await self._end_execution()
         return "reset"
+
+    async def _end_execution(self) -> None:
+        """Before this execution returns or continues as new: every update still waiting
+        is answered (with the status as it stands) rather than left unfinished."""
+        self._steering.ended = True
+        await workflow.wait_condition(workflow.all_handlers_finished)
 
     async def _record_ignored(self) -> None:
         """Record each signal the run ignored (see :meth:`control`), as it comes."""
@@ -288,6 +311,7 @@ class GraphRunV2:
                 return await self._settle(start, "failed", blockers.spec_failed(spec, end.node))
         plan = await self._after(start, spec, end)
         if plan.spec is None and not plan.skip and continue_as_new_due(start, specs_this_execution):
+            await self._end_execution()
             workflow.continue_as_new(start.model_copy(update={"counts": counts, "continued": True}))
         return plan
 
@@ -322,13 +346,12 @@ class GraphRunV2:
 
         Pending ``pause``/``stop`` requests are spent: the run is paused now.
         """
-        self._steering.pause_requested = False
-        self._steering.stop_requested = False
-        self._steering.continue_request = None  # only one sent while paused resumes it
+        self._steering.parking()
         self._progress.status.waiting_for = f"continue ({blocker.kind})"
         self._progress.set_details(details.blocked(blocker))
         self._progress.mark("paused", blocker.kind)
         await store(RunControl.pause_run, RunPause(run_id=start.run_id, blocker=blocker))
+        self._steering.moved(blocker.message)
         if not self._parked:
             self._parked = True
             self._parks += 1
@@ -383,7 +406,9 @@ class GraphRunV2:
             self._progress.status.waiting_for = None
             self._parked = False
             self._progress.mark("running", None)
+            steering.graph_status = "running"
             await store(RunControl.resume_run, RunRef(run_id=start.run_id))
+            steering.moved()
             return plan
 
     async def _wait_out_limit(
@@ -430,7 +455,9 @@ class GraphRunV2:
         settlement = RunSettlement(
             run_id=start.run_id, status=status, blocker=blocker, counts=counts
         )
+        self._steering.graph_status = status
         await store(RunRecords.settle_run, settlement)
+        self._steering.moved(blocker.message if blocker else None)
         self._progress.set_details(details.settled(status, counts, blocker))
         self._progress.mark(cast(RunState, status), blocker.kind if blocker else None)
         if status == "completed" and counts.completed > 0:
@@ -446,6 +473,7 @@ class GraphRunV2:
                 node=blocker.node,
             )
         self._progress.set_details(details.settled(status, counts, blocker))  # + hooks
+        await self._end_execution()
         return status
 
     async def _fire_spec_completed(

@@ -376,6 +376,15 @@ class ContinueRequest(BaseModel):
     spec_id: str | None = None
 
 
+class SteerOutcome(BaseModel):
+    """What a steering update answers once the run has acted on it: the graph's status
+    as the run has just written it (``running``, ``paused``, ``completed``, ``failed``,
+    ``idle`` after a reset) and the message of the blocker it is paused or settled with."""
+
+    status: str
+    blocker: str | None = None
+
+
 class IgnoredSignal(ValueError):
     """A control signal the run did not act on, with the one-line reason."""
 

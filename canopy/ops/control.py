@@ -1,14 +1,15 @@
 """Steering a run from outside: continue, pause, stop, reset (``graph_control``).
 
-The GraphRunV2 workflow owns what a run does; these functions only ask it. Each command is
-first checked against the store (:mod:`canopy.ops.control_checks`), which refuses with
-one line naming the current state, so nothing is sent that the workflow would have to
-ignore. Then :func:`steer` signals the run's workflow and polls the store for a few
-seconds for the change the workflow writes through its activities. Temporal accepts a
-signal even while no worker is running, so when the change does not show in time the
-result explains why, in ``note``: either it lands later by design (a pause waits for the
-spec boundary, a stop for the node to die) or no worker serves the run's task queue and
-it takes effect when one starts.
+The GraphRunV2 workflow owns what a run does and decides whether a command applies; these
+functions only ask it. Each command is first checked against the store
+(:mod:`canopy.ops.control_checks`), which refuses with one line naming the current state
+without talking to Temporal. Then :func:`steer` asks the run's workflow: by update while
+a worker serves it, so the run refuses from its own state (in the same line) or answers
+once it has acted; else by signal, which Temporal keeps until a worker runs the workflow,
+and then the store is polled for a few seconds for the change the workflow writes. When
+the change does not show in time the result explains why, in ``note``: either it lands
+later by design (a pause waits for the spec boundary, a stop for the node to die) or no
+worker serves the run's task queue and it takes effect when one starts.
 
 ``consistency_warning`` lives here as well: it is the other place that
 compares the store with Temporal. temporalio is imported only inside the functions that
@@ -25,7 +26,12 @@ from datetime import UTC, timedelta
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from canopy.contracts.graph_run_blocker import stored_blocker
-from canopy.contracts.graph_run_signals import QUERY_STATUS, SIGNAL_CONTINUE, SIGNAL_RESET
+from canopy.contracts.graph_run_signals import (
+    QUERY_STATUS,
+    SIGNAL_CONTINUE,
+    SIGNAL_RESET,
+    STEERING_REFUSED,
+)
 from canopy.errors import Refused
 from canopy.ops import control_checks as checks
 from canopy.store import queries
@@ -45,6 +51,11 @@ if TYPE_CHECKING:
 ANSWER_WAIT_SECONDS = 5.0
 """How long a command polls the store for the workflow's answer before explaining the delay."""
 POLL_SECONDS = 0.1
+ACCEPT_SECONDS = 3.0
+"""How long a steering update may wait for a worker that seemed to serve the run to accept
+(or refuse) it; beyond that the command signals instead (a worker just gone, or stuck)."""
+MIN_RPC_SECONDS = 0.01
+"""A call bounded by a wait of 0 s still gets this long (a zero timeout means none)."""
 STUCK_TASK_SECONDS = 1.0
 """A live worker finishes a workflow task in milliseconds; one pending this long is stuck."""
 POLLER_FRESH_SECONDS = 75.0
@@ -125,16 +136,20 @@ class _WorkflowGone(Exception):
 
 
 async def _send(store: Store, state: GraphState, control: Control, wait: float) -> dict[str, Any]:
-    """Signal the active run's workflow, then wait for the store to show the effect; never
-    through another Temporal than the one the run was started on."""
+    """Ask the active run's workflow, never through another Temporal than the one the run
+    was started on: by update while a worker serves it (the run refuses or answers once it
+    has acted), else by signal, then the store is polled for the effect."""
     run = checks.require_run(state)
     problem = checks.elsewhere(state.name, run.id, run.temporal_address)
     if problem is not None:
         raise Refused(problem)
     client = await temporal_client.connect()
     handle = client.get_workflow_handle(run.workflow_id)
+    deadline = asyncio.get_running_loop().time() + wait
     try:
-        await _signal(handle, control)
+        answered = await _update(handle, control, wait) if await _served(client, handle) else None
+        if answered is None:
+            await _signal(handle, control)
     except _WorkflowGone as gone:
         if control.signal == SIGNAL_RESET:
             raise
@@ -142,27 +157,99 @@ async def _send(store: Store, state: GraphState, control: Control, wait: float) 
             f"run {run.id} of graph {state.name} cannot be steered: workflow "
             f"{run.workflow_id} {gone}; reset the graph: canopy graph reset {state.shell_name}"
         ) from gone
-    after, landed = await _await_store(store, state, control.landed, wait)
+    if answered is not None:  # the run wrote its answer before it gave it
+        with store.transaction() as rows:
+            after = checks.read_state(rows, state.id)
+        note = None if answered and control.landed(state, after) else control.late
+        return checks.result(after, run, control.signal, note)
+    left = max(deadline - asyncio.get_running_loop().time(), 0.0)
+    after, landed = await _await_store(store, state, control.landed, left)
     note = None if landed else await _late_note(client, handle, control.late)
     return checks.result(after, run, control.signal, note)
 
 
-async def _signal(handle: WorkflowHandle[Any, Any], control: Control) -> None:
-    """Send ``control``; its payload goes as the contract's model, loaded only for the
-    signal that has one (the contract imports the graph model and the platforms)."""
+async def _served(client: Client, handle: WorkflowHandle[Any, Any]) -> bool:
+    """Whether a worker serves the run now, so that an update is answered: its workflow
+    runs, its workflow task is neither failing nor stuck, and a worker polled its task
+    queue lately. Otherwise the command signals: Temporal keeps a signal in the history
+    until a worker runs the workflow, but drops an update no worker accepted."""
+    from temporalio.client import WorkflowExecutionStatus
+    from temporalio.service import RPCError
+
+    try:
+        description = await handle.describe()
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            return False  # the signal says how it is gone
+        raw = description.raw_description
+        task = raw.pending_workflow_task
+        if raw.HasField("pending_workflow_task") and (
+            task.attempt >= 2 or _workflow_task_stuck(raw)
+        ):
+            return False
+        return await recently_polled(client, description.task_queue)
+    except RPCError:
+        return False
+
+
+async def _update(handle: WorkflowHandle[Any, Any], control: Control, wait: float) -> bool | None:
+    """Send ``control`` as the update of the same name: ``True`` once the run answered
+    (it has acted), ``False`` when it did not answer within ``wait`` seconds, ``None`` when
+    no worker accepted it within :data:`ACCEPT_SECONDS` or the run took it otherwise than
+    Canopy's workers do (a worker older than the update): the signal is sent then. A
+    refusal is raised as the run's one line."""
+    from temporalio.client import (
+        WorkflowUpdateFailedError,
+        WorkflowUpdateRPCTimeoutOrCancelledError,
+        WorkflowUpdateStage,
+    )
+    from temporalio.exceptions import ApplicationError
     from temporalio.service import RPCError, RPCStatusCode
 
     try:
-        if control.payload is None:
-            await handle.signal(control.signal)
-        else:
-            from canopy.contracts.graph_run import ContinueRequest
+        update = await handle.start_update(
+            control.signal,
+            args=_arguments(control),
+            wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+            rpc_timeout=timedelta(seconds=ACCEPT_SECONDS),
+        )
+    except WorkflowUpdateRPCTimeoutOrCancelledError:
+        return None
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise _WorkflowGone(f"is not running in Temporal ({error.message})") from error
+        return None  # a server without updates
+    try:  # a refusal is known at once; an answer is polled for up to ``wait``
+        await update.result(rpc_timeout=timedelta(seconds=max(wait, MIN_RPC_SECONDS)))
+    except WorkflowUpdateFailedError as failed:
+        cause = failed.cause
+        if isinstance(cause, ApplicationError) and cause.type == STEERING_REFUSED:
+            raise Refused(cause.message) from None
+        return None
+    except (WorkflowUpdateRPCTimeoutOrCancelledError, RPCError):
+        return False  # it lands later, or the execution ended first: the store tells
+    return True
 
-            await handle.signal(control.signal, ContinueRequest.model_validate(control.payload))
+
+async def _signal(handle: WorkflowHandle[Any, Any], control: Control) -> None:
+    """Send ``control`` as a signal."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    try:
+        await handle.signal(control.signal, args=_arguments(control))
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
             raise _WorkflowGone(f"is not running in Temporal ({error.message})") from error
         raise
+
+
+def _arguments(control: Control) -> list[Any]:
+    """``control``'s payload as the contract's model, loaded only for the message that has
+    one (the contract imports the graph model and the platforms)."""
+    if control.payload is None:
+        return []
+    from canopy.contracts.graph_run import ContinueRequest
+
+    return [ContinueRequest.model_validate(control.payload)]
 
 
 async def _await_store(

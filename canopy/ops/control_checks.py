@@ -2,7 +2,9 @@
 
 Every command (``graph continue|pause|stop|reset``) first reads the graph and its active
 run and refuses, in one line naming the current state, what does not apply; only then
-does :mod:`canopy.ops.control` signal the run's workflow. This module imports neither
+does :mod:`canopy.ops.control` ask the run's workflow, which judges the command again by
+its own state, with the same rule
+(:func:`~canopy.contracts.graph_run_signals.refusal`). This module imports neither
 pydantic nor asyncio: a refused command costs no more than its store read.
 """
 
@@ -18,6 +20,7 @@ from canopy.contracts.graph_run_signals import (
     SIGNAL_PAUSE,
     SIGNAL_RESET,
     SIGNAL_STOP,
+    refusal,
 )
 from canopy.errors import Refused
 from canopy.statuses import ACTIVE_RUN_STATUSES
@@ -117,8 +120,9 @@ def result(
 
 @dataclass(frozen=True)
 class Control:
-    """One control message: its signal and payload, how its effect shows in the store,
-    and what to say when that effect is late although a worker is serving the run."""
+    """One control message: its name (a signal's and an update's), its payload, how its
+    effect shows in the store, and what to say when that effect is late although a worker
+    is serving the run."""
 
     signal: str
     payload: dict[str, str | None] | None
@@ -169,11 +173,7 @@ def check_continue(
     _check_mode(mode, node, spec)
     with store.transaction() as rows:
         state = read_state(rows, queries.resolve_id(rows, "graph", graph))
-        if state.status != "paused":
-            raise Refused(
-                f"graph {state.name} is {state.status}, not paused; "
-                "continue applies to a paused graph"
-            )
+        _check_applies(state, SIGNAL_CONTINUE)
         run = require_run(state)
         if node is not None:
             _check_node(state, node)
@@ -188,7 +188,8 @@ def check_continue(
 def check_pause(store: Store, graph: str) -> Steering:
     """Pause a running graph at the next spec boundary (the spec in flight finishes)."""
     state = _state_of(store, graph)
-    _check_running(state, "pause", "")
+    _check_applies(state, SIGNAL_PAUSE)
+    require_run(state)
     late = "pause requested; the run pauses after the current spec"
     return Steering(state, Control(SIGNAL_PAUSE, None, _not_running, late))
 
@@ -197,7 +198,8 @@ def check_stop(store: Store, graph: str) -> Steering:
     """Cancel the node in flight (its process group is killed), mark the spec interrupted
     and pause; ``continue`` runs the spec again."""
     state = _state_of(store, graph)
-    _check_running(state, "stop", "; nothing is in flight to stop")
+    _check_applies(state, SIGNAL_STOP)
+    require_run(state)
     late = "stop requested; the run pauses once the node in flight has been cancelled"
     return Steering(state, Control(SIGNAL_STOP, None, _not_running, late))
 
@@ -210,9 +212,9 @@ def check_reset(store: Store, graph: str) -> Steering:
     reset is done in the store alone.
     """
     state = _state_of(store, graph)
-    if state.status == "idle" and state.blocker is None and state.run is None:
-        raise Refused(f"graph {state.name} is idle; nothing to reset")
     if state.run is None:
+        if state.blocker is None:  # an idle graph left with a blocker is reset in the store
+            _check_applies(state, SIGNAL_RESET)
         return Steering(state, None)
     late = "reset requested; the run ends once the node in flight has been cancelled"
     return Steering(state, Control(SIGNAL_RESET, None, _run_ended, late))
@@ -262,13 +264,13 @@ def _directed_spec(rows: Rows, state: GraphState, run: ActiveRun, spec: str) -> 
     return spec_id
 
 
-def _check_running(state: GraphState, verb: str, when_paused: str) -> None:
-    """Pause and stop act on a running graph only."""
-    if state.status == "paused":
-        raise Refused(f"graph {state.name} is already paused{when_paused}")
-    if state.status != "running":
-        raise Refused(f"graph {state.name} is {state.status}; nothing to {verb}")
-    require_run(state)
+def _check_applies(state: GraphState, command: str) -> None:
+    """Refuse ``command`` where the store's status says it does not apply (the rule is
+    :func:`~canopy.contracts.graph_run_signals.refusal`, which the run's update validator
+    asks with the run's own state)."""
+    problem = refusal(command, state.name, state.status)
+    if problem is not None:
+        raise Refused(problem)
 
 
 # --------------------------------------------------------------------------- landing
