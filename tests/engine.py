@@ -52,6 +52,25 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
     await env.shutdown()
 
 
+async def temporal(client: Client, *args: str) -> str:
+    """The ``temporal`` CLI against the test's dev server; its stdout. Run without blocking
+    the event loop: this test's worker shares it, and answers the CLI's queries."""
+    address = client.service_client.config.target_host
+    process = await asyncio.create_subprocess_exec(
+        str(TEMPORAL_BIN),
+        *args,
+        "--address",
+        address,
+        "--namespace",
+        client.namespace,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), SETTLE_TIMEOUT)
+    assert process.returncode == 0, stderr.decode()
+    return stdout.decode()
+
+
 @pytest.fixture
 def canopy_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh data dir whose config points every built-in platform at the fake agent."""

@@ -32,11 +32,10 @@ from canopy.ops.session_wake import send_message, wait_for_delivery
 from canopy.store.engine import Store, open_store
 from tests.conftest import body
 from tests.daemons import Daemons
-from tests.engine import eventually, make_graph, settle
+from tests.engine import eventually, make_graph, settle, temporal
 from tests.model_server.core import RUN, WRITE, Limit, RunCommand, Say, WriteFile
 from tests.real_agents import RealAgents, real_agents
 from tests.test_crash import daemons as daemons
-from tests.test_signals import temporal
 
 pytestmark = pytest.mark.server
 

@@ -5,7 +5,6 @@ Canopy does not know) is ignored: kept on the run's summary and as a notificatio
 run's details, while the status query keeps answering and the next valid signal, from the
 CLI or from ``canopy graph continue``, steers the run on."""
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from canopy.ops import control, graphs, notifications, queues, runs
 from canopy.store.engine import Store
 from tests.conftest import make_specs
 from tests.documented import quoted, shape
-from tests.engine import TEMPORAL_BIN, eventually, node_run_of
+from tests.engine import eventually, node_run_of, temporal
 
 pytestmark = pytest.mark.server
 TIMEOUT = 60.0
@@ -45,25 +44,6 @@ BAD_SIGNALS: list[tuple[list[str], str]] = [
         "pause, stop, reset)",
     ),
 ]
-
-
-async def temporal(client: Client, *args: str) -> str:
-    """The ``temporal`` CLI against the test's dev server; its stdout. Run without blocking
-    the event loop: this test's worker shares it, and answers the CLI's queries."""
-    address = client.service_client.config.target_host
-    process = await asyncio.create_subprocess_exec(
-        str(TEMPORAL_BIN),
-        *args,
-        "--address",
-        address,
-        "--namespace",
-        client.namespace,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    stdout, stderr = await asyncio.wait_for(process.communicate(), TIMEOUT)
-    assert process.returncode == 0, stderr.decode()
-    return stdout.decode()
 
 
 def ignored_reasons(store: Store, graph: str) -> list[str]:

@@ -22,8 +22,8 @@ from canopy.ops import graphs, runs
 from canopy.search_attributes import SEARCH_ATTRIBUTES
 from canopy.store.engine import Store
 from tests.conftest import make_specs
-from tests.engine import eventually, node_run_of
-from tests.test_signals import TIMEOUT, temporal
+from tests.engine import eventually, node_run_of, temporal
+from tests.test_signals import TIMEOUT
 
 pytestmark = pytest.mark.server
 

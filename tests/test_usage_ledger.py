@@ -18,9 +18,8 @@ from canopy.store.engine import Store
 from canopy.timefmt import utcnow
 from tests.cli_helpers import run_canopy
 from tests.conftest import insert, make_specs
-from tests.engine import make_graph, settle
+from tests.engine import make_graph, settle, temporal
 from tests.test_cli import ok
-from tests.test_signals import temporal
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 
