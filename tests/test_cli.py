@@ -506,21 +506,24 @@ def test_a_refused_send_or_resume_loads_no_sdk_orm_or_rich(home: Path) -> None:
 
 
 async def signalled(handle: WorkflowHandle[Any, Any], name: str) -> bool:
-    """Whether the workflow's history holds the signal ``name``."""
+    """Whether the workflow's history holds the signal ``name``, or the update of that name
+    accepted (how Canopy asks while a worker serves the run)."""
     history = await handle.fetch_history()
-    return any(
-        event.workflow_execution_signaled_event_attributes.signal_name == name
-        for event in history.events
+    names = [
+        event.workflow_execution_signaled_event_attributes.signal_name
         if event.HasField("workflow_execution_signaled_event_attributes")
-    )
+        else event.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+        for event in history.events
+    ]
+    return name in names
 
 
 @pytest.mark.server
 async def test_a_pause_sees_the_workflow_pause_and_loads_no_orm(
     serving: Client, home_store: Store, repo: Path, canopy_home: Path, tmp_path: Path
 ) -> None:
-    """The command polls the store while the workflow pauses: every poll must see what the
-    workflow committed since. It loads the SDK, and neither the ORM, typer nor rich."""
+    """The command waits while the workflow pauses: what it reads from the store then must
+    be what the workflow committed. It loads the SDK, and neither the ORM, typer nor rich."""
     gate = tmp_path / "gate"
     alpha, beta = make_specs(home_store, "alpha", "beta")
     waits = f"while [ ! -e {shlex.quote(str(gate))} ]; do sleep 0.05; done"
