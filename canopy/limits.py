@@ -75,6 +75,10 @@ NOTIFICATIONS_LIMIT = Range(1, 10_000)
 LOG_LINES_LIMIT = Range(1, 10_000)
 """How many rendered lines of a graph run's logs MCP ``graph`` ``logs`` may answer
 (``limit``): a whole answer an agent reads at once."""
+BUDGET_USD = Range(0.01, 1_000_000, "USD")
+"""A graph's ``budget`` in USD, per run or per spec (``usd``)."""
+BUDGET_TOKENS = Range(1, 10**12, "tokens")
+"""A graph's ``budget`` in tokens, per run or per spec (``tokens``)."""
 USAGE_SINCE_DAYS = Range(0, 36_500, "days", "100 years")
 """How far back ``canopy usage --since`` (and MCP ``since``) may reach; further back
 than a ``datetime`` goes would overflow."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from canopy.budget import standing_text
 from canopy.cli.render import print_line, print_table
 from canopy.graphs.kinds import (
     AGENT_HOOK,
@@ -78,6 +79,8 @@ def _show_facts(info: GraphInfo) -> None:
         f"status: {info.status}   workdir: {info.workdir or '(none)'}{host}   "
         f"allow_dirty_start: {dirty}   permissions: {info.permissions or '(platform default)'}"
     )
+    if info.budget is not None:
+        print_line(f"budget: {standing_text(info.budget, info.budget_spent)}")
     blocker = info.blocked()
     if blocker is not None:
         print_line(f"blocker: {blocker.message}")

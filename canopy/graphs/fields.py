@@ -19,6 +19,8 @@ from pydantic_core import PydanticCustomError
 from canopy.errors import Refused
 from canopy.graphs.markers import check_command, check_template
 from canopy.limits import (
+    BUDGET_TOKENS,
+    BUDGET_USD,
     ENSEMBLE_NAME_MAX_LENGTH,
     HOST_MAX_LENGTH,
     ID_MAX_LENGTH,
@@ -141,6 +143,8 @@ NodeTimeout = Annotated[int | float, within(NODE_TIMEOUT_MINUTES)]
 """``int | float``: an integer too large for a float is then refused by its range, naming
 the value, instead of as "not a valid number"."""
 StallMinutes = Annotated[int | float, within(STALL_MINUTES)]
+BudgetUsd = Annotated[float, within(BUDGET_USD)]
+BudgetTokens = Annotated[int, within(BUDGET_TOKENS)]
 
 
 def check_effort(info: ValidationInfo, platform: str, effort: str | None) -> None:

@@ -24,6 +24,8 @@ from canopy.graphs.fields import (
     ACCEPTING_INPUT,
     STRICT,
     UNKNOWN_FIELD,
+    BudgetTokens,
+    BudgetUsd,
     EnsembleName,
     GraphName,
     HostName,
@@ -41,6 +43,40 @@ _UNION_TAGS = frozenset({*NODE_CLASSES.values(), *HOOK_CLASSES.values()})
 """Pydantic puts the chosen tag in an error's location; a refusal's path leaves it out."""
 
 
+class BudgetLimits(BaseModel):
+    """The most a run, or a spec in it, may spend: USD, tokens, or both."""
+
+    model_config = STRICT
+
+    usd: BudgetUsd | None = None
+    tokens: BudgetTokens | None = None
+
+    @model_validator(mode="after")
+    def _some(self) -> BudgetLimits:
+        if self.usd is None and self.tokens is None:
+            raise ValueError("set usd, tokens or both")
+        return self
+
+
+class GraphBudget(BaseModel):
+    """A graph's ``budget``: limits per run and per spec (:mod:`canopy.budget`)."""
+
+    model_config = STRICT
+
+    run: BudgetLimits | None = None
+    spec: BudgetLimits | None = None
+
+    @model_validator(mode="after")
+    def _some(self) -> GraphBudget:
+        if self.run is None and self.spec is None:
+            raise ValueError("set run, spec or both (or null for no budget)")
+        return self
+
+    def stored(self) -> dict[str, Any]:
+        """The budget as the store keeps it: the limits set, nothing else."""
+        return self.model_dump(exclude_none=True)
+
+
 class GraphDefinition(BaseModel):
     """A whole graph as written in a JSON or TOML file (and as ``graph_edit`` merges it)."""
 
@@ -52,6 +88,8 @@ class GraphDefinition(BaseModel):
     allow_dirty_start: bool = False
     permissions: Permissions | None = None
     """The level its agents run at where a node, member or hook does not say."""
+    budget: GraphBudget | None = None
+    """What a run and each spec in it may spend before the run pauses (none: no limit)."""
     nodes: Annotated[list[Node], AfterValidator(not_empty)]
     ensembles: dict[EnsembleName, Ensemble] = Field(default_factory=dict)
     hooks: Hooks = Field(default_factory=dict)

@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Annotated, Any
 
+from canopy.budget import Spent
 from canopy.contracts.graph_run_blocker import Blocker, stored_blocker
 from canopy.errors import Refused
-from canopy.ops.usage import usage_by
+from canopy.ops.usage import budget_spent, usage_by
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.queries import resolve_id, stored_json
 from canopy.timefmt import to_iso
@@ -62,6 +63,8 @@ StoredHook = Annotated[dict[str, Any], _Shape("Hook")]
 """A hook as stored: the JSON object of one :data:`~canopy.graphs.hookmodels.Hook`."""
 StoredAgent = Annotated[dict[str, Any], _Shape("AgentConfig")]
 """An ensemble member as stored: one :class:`~canopy.graphs.nodemodels.AgentConfig`'s JSON."""
+StoredBudget = Annotated[dict[str, Any], _Shape("GraphBudget")]
+"""A budget as stored: the JSON of one :class:`~canopy.graphs.model.GraphBudget`."""
 StoredBlocker = Annotated[dict[str, Any], _Shape("Blocker")]
 """Why the graph stopped, as the engine stored it: the JSON of one
 :data:`~canopy.contracts.graph_run_blocker.Blocker`."""
@@ -225,6 +228,11 @@ class GraphInfo:
     permissions: str | None
     """What its agents may do where a node, member or hook does not say (none: the
     platform's level in config.toml, else ``workspace``)."""
+    budget: StoredBudget | None
+    """What a run and each spec in it may spend before the run pauses (none: no limit)."""
+    budget_spent: Spent | None
+    """What the latest run spent as the budget counts it (:mod:`canopy.budget`), with how
+    many of its agent runs reported no cost or no tokens; none without a budget or a run."""
     blocker: StoredBlocker | None
     hooks: dict[str, list[StoredHook]]
     nodes: list[StoredNode]
@@ -272,9 +280,9 @@ def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphI
     naming ``ref`` (what the user typed), if it does not exist."""
     found = rows(
         "SELECT id, name, status, workdir, host, allow_dirty_start, permissions,"
-        " CAST(blocker AS TEXT) AS blocker, CAST(hooks AS TEXT) AS hooks,"
-        " CAST(nodes AS TEXT) AS nodes, CAST(ensembles AS TEXT) AS ensembles,"
-        " created_at, updated_at"
+        " CAST(budget AS TEXT) AS budget, CAST(blocker AS TEXT) AS blocker,"
+        " CAST(hooks AS TEXT) AS hooks, CAST(nodes AS TEXT) AS nodes,"
+        " CAST(ensembles AS TEXT) AS ensembles, created_at, updated_at"
         " FROM graphs WHERE id = :id",
         {"id": graph_id},
     )
@@ -287,6 +295,7 @@ def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphI
     active = first_active(runs)
     resume_at = {run["id"]: run["scheduled_resume_at"] for run in run_rows}
     node_runs = node_runs_of(rows, runs[0].id) if runs else []
+    budget = stored_json(row["budget"])
     return GraphInfo(
         id=row["id"],
         name=row["name"],
@@ -295,6 +304,8 @@ def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphI
         host=row["host"],
         allow_dirty_start=bool(row["allow_dirty_start"]),
         permissions=row["permissions"],
+        budget=budget,
+        budget_spent=budget_spent(rows, runs[0].id) if budget and runs else None,
         blocker=stored_json(row["blocker"]),
         hooks=stored_json(row["hooks"]),
         nodes=stored_json(row["nodes"]),

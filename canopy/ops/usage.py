@@ -14,6 +14,7 @@ import re
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from canopy.budget import Spent
 from canopy.errors import Refused
 from canopy.limits import USAGE_SINCE_DAYS
 from canopy.store.queries import resolve_id
@@ -64,6 +65,35 @@ def usage_by(rows: Rows, key: str, where: str, params: dict[str, Any]) -> dict[A
         params,
     )
     return {row.pop(key): _rounded(row) for row in found}
+
+
+_NO_TOKENS = " AND ".join(
+    f"{column} IS NULL" for column in ("input_tokens", "output_tokens", "cache_write_tokens")
+)
+_BUDGET_SUMS = (
+    "SUM(cost_usd) AS usd, SUM(COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0)"
+    " + COALESCE(cache_write_tokens, 0)) AS tokens,"
+    " SUM(CASE WHEN platform IS NOT NULL AND cost_usd IS NULL THEN 1 ELSE 0 END) AS no_cost,"
+    f" SUM(CASE WHEN platform IS NOT NULL AND {_NO_TOKENS} THEN 1 ELSE 0 END) AS no_tokens"
+)
+"""What a budget counts (:mod:`canopy.budget`): cost, the tokens it counts, and the agent
+runs (a platform, so a harness) that reported no cost or none of those tokens."""
+
+
+def budget_spent(rows: Rows, run_id: str, spec_id: str | None = None) -> Spent:
+    """What run ``run_id`` has spent as its budget counts it (its node runs and hook runs
+    that have ended), or only for ``spec_id`` in it."""
+    where = "run_id = :run_id AND ended_at IS NOT NULL"
+    if spec_id is not None:
+        where += " AND spec_id = :spec_id"
+    params = {"run_id": run_id, "spec_id": spec_id}
+    (found,) = rows(f"SELECT {_BUDGET_SUMS} FROM {LEDGER} WHERE {where}", params)
+    return Spent(
+        usd=round(float(found["usd"] or 0), COST_DECIMALS),
+        tokens=int(found["tokens"] or 0),
+        no_cost=int(found["no_cost"] or 0),
+        no_tokens=int(found["no_tokens"] or 0),
+    )
 
 
 COST_DECIMALS = 6

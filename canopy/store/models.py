@@ -104,6 +104,8 @@ class Graph(Base):
     permissions: Mapped[str | None] = mapped_column(String(16), nullable=True)
     """What its agents may do where a node, member or hook does not say; none: the
     platform's level from config.toml, else ``workspace``."""
+    budget: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    """What a run and each spec in it may spend (:mod:`canopy.budget`); none: no limit."""
     nodes: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     ensembles: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     hooks: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

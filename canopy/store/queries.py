@@ -111,11 +111,13 @@ def lock_graph(rows: Rows, graph_id: str) -> None:
 
 def graph_record(rows: Rows, graph_id: str) -> Row:
     """A graph's row as a run reads it: its JSON documents (nodes, ensembles, hooks,
-    blocker) decoded and ``allow_dirty_start`` a bool. Raises if there is no such graph."""
+    blocker, budget) decoded and ``allow_dirty_start`` a bool. Raises if there is no such
+    graph."""
     (row,) = rows(
         "SELECT id, name, workdir, host, allow_dirty_start, permissions, status, updated_at,"
-        " CAST(nodes AS TEXT) AS nodes, CAST(ensembles AS TEXT) AS ensembles,"
-        " CAST(hooks AS TEXT) AS hooks, CAST(blocker AS TEXT) AS blocker"
+        " CAST(budget AS TEXT) AS budget, CAST(nodes AS TEXT) AS nodes,"
+        " CAST(ensembles AS TEXT) AS ensembles, CAST(hooks AS TEXT) AS hooks,"
+        " CAST(blocker AS TEXT) AS blocker"
         " FROM graphs WHERE id = :id",
         {"id": graph_id},
     )
@@ -126,6 +128,7 @@ def graph_record(rows: Rows, graph_id: str) -> Row:
         "ensembles": stored_json(row["ensembles"]) or {},
         "hooks": stored_json(row["hooks"]) or {},
         "blocker": stored_json(row["blocker"]),
+        "budget": stored_json(row["budget"]),
     }
 
 
