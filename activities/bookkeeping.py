@@ -17,6 +17,7 @@ from typing import Any
 from temporalio import activity
 
 from canopy.activities.ledger import usage_columns
+from canopy.budget import BudgetState, Spent, budget_limits
 from canopy.contracts.graph_run import (
     Ahead,
     DispatchOutcome,
@@ -37,6 +38,7 @@ from canopy.contracts.graph_run_blocker import QueueFailed, blocker_json
 from canopy.graphs.nodemodels import EnsembleNode, stored_node
 from canopy.graphs.transitions import default_next
 from canopy.limits import DEFAULT_MAX_VISITS
+from canopy.ops.usage import budget_spent
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.engine import Store
 from canopy.store.queries import Row, Rows, bound_list, graph_record
@@ -322,6 +324,23 @@ def _ahead(
         step=load_step(graph, node),
         allow_dirty_start=graph["allow_dirty_start"],
         pending=_pending_count(rows, run_id) if count_pending else None,
+        budget=_budget_state(rows, run_id, upcoming, graph),
+    )
+
+
+def _budget_state(
+    rows: Rows, run_id: str, spec: NextSpec, graph: Mapping[str, Any]
+) -> BudgetState | None:
+    """The graph's budget as stored now, with what the run and ``spec`` in it have spent;
+    ``None`` (and no ledger read) for a graph without one."""
+    run, per_spec = budget_limits(graph["budget"])
+    if run is None and per_spec is None:
+        return None
+    return BudgetState(
+        run=run,
+        spec=per_spec,
+        run_spent=budget_spent(rows, run_id) if run is not None else Spent(),
+        spec_spent=budget_spent(rows, run_id, spec.spec_id) if per_spec is not None else Spent(),
     )
 
 

@@ -170,7 +170,10 @@ class NodeActivities:
                 session_id=chosen,
             )
             env = node_env(launch, values)
-            return Command(invocation.argv, launch.workdir, env, invocation.stdin)
+            argv = invocation.argv
+            if launch.budget_usd is not None:
+                argv = [*argv, *platform.budget_flags(launch.budget_usd)]
+            return Command(argv, launch.workdir, env, invocation.stdin)
 
         def launch_or_adopt() -> Awaitable[ProcessEnd]:
             return run_once(

@@ -19,7 +19,7 @@ SEARCH_ATTRIBUTE_STATUS = "CanopyStatus"
 ``usage_limit`` (waiting for a limit to reset), ``completed``, ``failed`` or ``reset``."""
 SEARCH_ATTRIBUTE_BLOCKER = "CanopyBlocker"
 """The kind of the blocker of a paused or failed run (``dirty_tree``, ``paused``,
-``stopped``, ``spec_failed``, ``queue_failed``); unset while the run moves."""
+``stopped``, ``budget``, ``spec_failed``, ``queue_failed``); unset while the run moves."""
 SEARCH_ATTRIBUTES: dict[str, str] = {
     SEARCH_ATTRIBUTE_GRAPH_ID: "Keyword",
     SEARCH_ATTRIBUTE_GRAPH_NAME: "Keyword",

@@ -102,6 +102,7 @@ _OPTIONS: dict[str, dict[str, bool]] = {
         "--dangerously-skip-permissions": False,
         "--append-system-prompt": True,
         "--max-turns": True,
+        "--max-budget-usd": True,
     },
     "codex": {
         "--json": False,

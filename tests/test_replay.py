@@ -171,6 +171,34 @@ async def pause_continue(client: Client, store: Store, repo: Path) -> str:
     return str(started["workflow_id"])
 
 
+async def budget_pause(client: Client, store: Store, repo: Path) -> str:
+    """A queue of two specs with a budget the first spec's cost reaches: the run pauses
+    before the second (``on_blocked`` fires), a continue while still over parks it again,
+    and once the budget is raised a continue runs the second."""
+    queue = queues.queue_create(store, "q")["id"]
+    for spec_id in make_specs(store, "alpha", "beta"):
+        queues.queue_add_spec(store, queue, spec_id)
+    implement = fake_node("implement", "FAKE: usage 10 5 0 0.6\nFAKE: commit {{spec_id}}")
+    blocked = {"on_blocked": [{"command": "true"}]}
+    definition = {"name": "g", "workdir": str(repo), "nodes": [implement], "hooks": blocked}
+    graph = graphs.graph_create(store, {**definition, "budget": {"run": {"usd": 0.5}}})["id"]
+    started = await runs.graph_run(store, graph, queue=queue)
+    paused = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
+    assert (paused["status"], paused["blocker"]["kind"]) == ("paused", "budget"), paused
+    graphs.graph_edit(store, graph, {"budget": {"run": {"usd": 0.55}}})
+    await control.graph_continue(store, graph, wait=0)
+
+    def limit() -> object:
+        return (graph_state(store, graph)["blocker"] or {}).get("limit")
+
+    await eventually(lambda: limit() == 0.55, "the run parked again")
+    graphs.graph_edit(store, graph, {"budget": {"run": {"usd": 5}}})
+    await control.graph_continue(store, graph)
+    settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
+    assert settled["status"] == "completed", settled
+    return str(started["workflow_id"])
+
+
 async def session_delivery(client: Client, store: Store, repo: Path) -> str:
     """Two messages queued for a session, then one wake: both delivered in one execution."""
     session = sessions.session_new(store, "claude", name="pair", workdir=str(repo))
@@ -214,6 +242,7 @@ SCENARIOS: dict[str, Scenario] = {
     "pass_over": pass_over,
     "ensemble_failover": ensemble_failover,
     "pause_continue": pause_continue,
+    "budget_pause": budget_pause,
     "session_delivery": session_delivery,
     "scheduled_run": scheduled_run,
 }

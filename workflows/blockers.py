@@ -6,8 +6,16 @@ Pure functions of their inputs (no I/O), so the workflow may call them; the word
 
 import shlex
 
+from canopy.budget import BudgetState, amount_text, reached, unknown_text
 from canopy.contracts.graph_run import NextSpec
-from canopy.contracts.graph_run_blocker import DirtyTree, Paused, SpecFailed, SpecRef, Stopped
+from canopy.contracts.graph_run_blocker import (
+    Budget,
+    DirtyTree,
+    Paused,
+    SpecFailed,
+    SpecRef,
+    Stopped,
+)
 from canopy.markdown import code_span
 from canopy.workdir import WorktreeState, describe_dirty
 
@@ -87,5 +95,41 @@ def stopped(graph_name: str, spec: NextSpec, node: str | None) -> Stopped:
             f"resume at the interrupted node: "
             f"{_command(graph, f'--mode run_from_node --node {shlex.quote(str(node))}')}",
             f"skip it: {_command(graph, '--mode skip_next_spec')}",
+        ],
+    )
+
+
+def over_budget(
+    graph_name: str, upcoming: NextSpec, node: str | None, state: BudgetState | None
+) -> Budget | None:
+    """The budget blocker before launching ``node`` for ``upcoming``, when ``state`` (the
+    graph's budget with what was spent, read just before) has reached a limit; else
+    ``None``: the node may launch."""
+    limit = reached(state)
+    if limit is None:
+        return None
+    graph = shlex.quote(graph_name)
+    whose = "run" if limit.scope == "run" else f"spec {upcoming.name} ({upcoming.spec_id})"
+    spent = f"{amount_text(limit.spent, limit.unit)} of {amount_text(limit.limit, limit.unit)}"
+    return Budget(
+        message=(
+            f"budget reached: spent {spent} ({whose}){unknown_text(limit.unknown, limit.unit)}; "
+            f"paused before node {node} of spec {upcoming.name} ({upcoming.spec_id})"
+        ),
+        scope=limit.scope,
+        unit=limit.unit,
+        spent=limit.spent,
+        limit=limit.limit,
+        unknown=limit.unknown,
+        next_spec=_spec_ref(upcoming),
+        node=node,
+        ways_out=[
+            f"raise or remove the budget "
+            f"({code_span(f'canopy graph edit {graph} --file FILE')}), then: {_command(graph)}",
+            *(
+                [f"skip the spec: {_command(graph, '--mode skip_next_spec')}"]
+                if limit.scope == "spec"
+                else []
+            ),
         ],
     )

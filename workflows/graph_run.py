@@ -14,10 +14,10 @@ fire first, or the run waits), or fresh after any wait, so reorders and graph ed
 effect at the next spec / node launch.
 
 Between specs the dirty-tree guard runs (in the next node's activity); a dirty tree, a
-``pause`` or a ``stop`` parks the run (graph ``paused`` with a blocker) until a
-``continue_run`` signal says how to go on. A usage limit waits on a durable timer instead
-(graph stays ``running``), and an ensemble node fails over to its next member. A spec
-another run claimed first is passed over.
+``pause``, a ``stop`` or, before any node, a reached budget parks the run (graph
+``paused`` with a blocker) until a ``continue_run`` signal says how to go on. A usage
+limit waits on a durable timer instead (graph stays ``running``), and an ensemble node
+fails over to its next member. A spec another run claimed first is passed over.
 
 Deterministic orchestration only. This class walks the specs, parks, waits and settles;
 a node launch is :mod:`~canopy.workflows.node_launch`'s, what the signals ask is kept by
@@ -27,7 +27,7 @@ and the rules of one spec's walk are :mod:`~canopy.workflows.spec_walk`'s.
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from canopy.activities.bookkeeping import RunRecords
     from canopy.activities.hooks import HookActivities
     from canopy.activities.run_state import RunControl
+    from canopy.budget import remaining_usd
     from canopy.contracts.graph_run import (
         GRAPH_RUN_WORKFLOW,
         Ahead,
@@ -46,7 +47,6 @@ with workflow.unsafe.imports_passed_through():
         GraphRef,
         HookFiring,
         NextSpec,
-        NodeStep,
         ReadAhead,
         ResumeSchedule,
         RunInput,
@@ -61,12 +61,19 @@ with workflow.unsafe.imports_passed_through():
         SteerOutcome,
         WorkdirRef,
     )
-    from canopy.contracts.graph_run_blocker import Blocker, DirtyTree, QueueFailed, SpecFailed
+    from canopy.contracts.graph_run_blocker import (
+        Blocker,
+        Budget,
+        DirtyTree,
+        QueueFailed,
+        SpecFailed,
+    )
     from canopy.graphs.hooks import HookEvent
     from canopy.workflows import blockers, details
     from canopy.workflows.node_launch import NodeLauncher, NotLaunched
     from canopy.workflows.progress import RunProgress
     from canopy.workflows.spec_walk import (
+        BUDGET,
         DIRTY,
         NODE_RETRY,
         TAKEN,
@@ -153,7 +160,7 @@ class GraphRunV2:
                 end.ahead = closed.ahead if closed.ahead.read else None
             else:
                 guard = plan.guarded and not ahead.allow_dirty_start
-                end = await self._run_spec(start, spec, ahead.step, plan, guard, read_ahead)
+                end = await self._run_spec(start, spec, ahead, plan, guard, read_ahead)
             ahead = end.ahead
             if end.outcome == TAKEN:
                 plan = Plan()
@@ -165,6 +172,9 @@ class GraphRunV2:
                 )
                 await self._park(start, blocker)
                 plan = await self._wait_for_continue(start, spec, plan.node, plan.harness_session)
+                continue
+            if end.outcome == BUDGET:
+                plan = await self._pause_for_budget(start, spec, end)
                 continue
             specs_this_execution += 1
             after = await self._spec_ended(start, spec, end, specs_this_execution)
@@ -199,18 +209,19 @@ class GraphRunV2:
         self,
         start: RunInput,
         spec: NextSpec,
-        first: NodeStep | None,
+        first: Ahead,
         plan: Plan,
         guard: bool,
         read_ahead: bool,
     ) -> SpecEnd:
-        """Walk the nodes for one spec from ``first`` (the dirty-tree guard in the first
-        launch when ``guard``); how the passage ended, with what runs next if it was read
-        as the spec closed."""
+        """Walk the nodes for one spec from ``first``'s step (the dirty-tree guard in the
+        first launch when ``guard``), each launched only while the graph's budget, read with
+        the step, allows it; how the passage ended, with what runs next if it was read as
+        the spec closed."""
         self._progress.show(spec, None)
         self._launcher.guard_next = guard
         harness_session = plan.harness_session
-        step, node_name = first, plan.node
+        step, budget, node_name = first.step, first.budget, plan.node
         visits: dict[str, int] = {}
         while True:
             if step is None:
@@ -220,9 +231,16 @@ class GraphRunV2:
             if visits[step.name] > step.max_visits:
                 end = SpecEnd("failed", step.name)
                 break
+            over = blockers.over_budget(start.graph_name, spec, step.name, budget)
+            if over is not None:
+                end = SpecEnd(BUDGET, step.name, budget=over, guarded=self._launcher.guard_next)
+                if sum(visits.values()) > 1:
+                    break  # the passage a launch opened closes, the spec pending again
+                self._progress.show(None, None)
+                return end  # nothing launched: no passage to close
             try:
                 result = await self._launcher.launch(
-                    start, spec, step, visits[step.name], harness_session
+                    start, spec, step, visits[step.name], harness_session, remaining_usd(budget)
                 )
             except NotLaunched as not_launched:
                 self._progress.show(None, None)
@@ -236,12 +254,14 @@ class GraphRunV2:
                 break
             node_name = after
             # the spec is in progress, so the count of pending specs would leave it out
-            step = (await self._read_ahead(start, spec, node_name, count_pending=False)).step
+            following = await self._read_ahead(start, spec, node_name, count_pending=False)
+            step, budget = following.step, following.budget
         # a failed bound-spec run settles, a waiting or parked one reads afresh after
         goes_on = end.outcome == "completed" or (
             end.outcome == "failed" and start.queue_id is not None
         )
-        outcome = cast(SpecOutcome, end.outcome)  # every end above is a spec outcome
+        # every end above is a spec outcome; a budget's leaves the spec pending, as a stop
+        outcome = "interrupted" if end.outcome == BUDGET else cast(SpecOutcome, end.outcome)
         closed = await self._close(start, spec, outcome, end.node, read_ahead and goes_on)
         self._progress.show(None, None)
         if closed.taken:
@@ -326,6 +346,27 @@ class GraphRunV2:
             return await self._wait_for_continue(start, spec, None)
         return Plan()
 
+    async def _pause_for_budget(self, start: RunInput, spec: NextSpec, end: SpecEnd) -> Plan:
+        """Park on the budget reached before ``end.node``; a continue checks the budget
+        again (still reached: parked again, ``on_blocked`` not fired again) and then goes
+        on at that node, the dirty-tree guard first if no node of the spec ran yet."""
+        assert end.budget is not None
+        await self._park(start, end.budget)
+        return await self._wait_for_continue(
+            start,
+            spec,
+            end.node,
+            recheck=lambda: self._over_budget(start, spec, end.node),
+            guarded=end.guarded,
+        )
+
+    async def _over_budget(
+        self, start: RunInput, upcoming: NextSpec, node: str | None
+    ) -> Budget | None:
+        """The budget blocker before ``node`` of ``upcoming``, as stored and spent now."""
+        ahead = await self._read_ahead(start, upcoming, node, count_pending=False)
+        return blockers.over_budget(start.graph_name, upcoming, node, ahead.budget)
+
     async def _guard(self, start: RunInput, upcoming: NextSpec) -> DirtyTree | None:
         """The dirty-tree blocker for ``upcoming``, or ``None`` when the run may go on."""
         if await store(RunControl.allows_dirty_start, GraphRef(graph_id=start.graph_id)):
@@ -369,8 +410,14 @@ class GraphRunV2:
         upcoming: NextSpec,
         node: str | None,
         harness_session: HarnessSession | None = None,
+        recheck: Callable[[], Awaitable[Blocker | None]] | None = None,
+        guarded: bool = False,
     ) -> Plan:
-        """Wait for ``continue_run`` (or ``reset``) and turn it into a plan."""
+        """Wait for ``continue_run`` (or ``reset``) and turn it into a plan.
+
+        A ``recheck`` continue asks ``recheck`` (default: the dirty-tree guard) whether the
+        run is still blocked, and parks again if so; else it goes on, with the dirty-tree
+        guard still to run in its first launch when ``guarded``."""
         steering = self._steering
         while True:
             await workflow.wait_condition(
@@ -396,12 +443,12 @@ class GraphRunV2:
             elif request.mode == "skip_next_spec":
                 plan = Plan(spec=None, skip=True, guarded=False)
             else:
-                blocker = await self._guard(start, upcoming)
+                blocker = await (recheck() if recheck else self._guard(start, upcoming))
                 if blocker is not None:
                     await self._park(start, blocker)
                     continue
                 plan = Plan(
-                    spec=upcoming, node=node, harness_session=harness_session, guarded=False
+                    spec=upcoming, node=node, harness_session=harness_session, guarded=guarded
                 )
             self._progress.status.waiting_for = None
             self._parked = False

@@ -66,8 +66,10 @@ class NodeLauncher:
         step: NodeStep,
         visit: int,
         harness_session: HarnessSession | None,
+        budget_usd: float | None = None,
     ) -> NodeResult:
         """Run a node; an ensemble fails over to its next member on a usage limit.
+        ``budget_usd`` is what it may still spend (:attr:`NodeDispatch.budget_usd`).
 
         Members whose platform is still limited are passed over; when every member is
         limited the node ends ``limit_blocked`` with the earliest reset.
@@ -76,7 +78,7 @@ class NodeLauncher:
         members: list[AgentConfig]
         match step.definition:
             case CommandNode():
-                result = await self._run_node(start, spec, step, visit, None, None)
+                result = await self._run_node(start, spec, step, visit, None, None, budget_usd)
                 return self._progress.counted(result)
             case AgentNode():
                 members, ensemble = [step.definition.agent], False
@@ -90,7 +92,9 @@ class NodeLauncher:
                 continue
             resume = await self._resume_for(start, spec, step, platform, harness_session)
             result = self._progress.counted(
-                await self._run_node(start, spec, step, visit, resume, index if ensemble else None)
+                await self._run_node(
+                    start, spec, step, visit, resume, index if ensemble else None, budget_usd
+                )
             )
             if result.status != "limit_blocked":
                 return result
@@ -131,6 +135,7 @@ class NodeLauncher:
         visit: int,
         resume_session_id: str | None,
         member: int | None,
+        budget_usd: float | None,
     ) -> NodeResult:
         """One node launch, its bookkeeping done by the node activity itself (stoppable by
         signal); :class:`NotLaunched` when the guard or another run's claim kept it back.
@@ -152,6 +157,7 @@ class NodeLauncher:
             ensemble_members=step.ensemble_members,
             resume_session_id=resume_session_id,
             member=member,
+            budget_usd=budget_usd,
             launch_key=launch_key,
             spec=spec,
             visit=visit,

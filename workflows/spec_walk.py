@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
         RunInput,
         node_timeout_minutes,
     )
+    from canopy.contracts.graph_run_blocker import Budget
     from canopy.workdir import WorktreeState
 
 DEFAULT_NODE_TIMEOUT_MINUTES = 24 * 60
@@ -61,6 +62,8 @@ TAKEN = "taken"
 """The :class:`SpecEnd` outcome of a spec another run claimed first: no passage opened."""
 DIRTY = "dirty"
 """The :class:`SpecEnd` outcome of a spec the dirty-tree guard kept from starting."""
+BUDGET = "budget"
+"""The :class:`SpecEnd` outcome of a spec whose next node the graph's budget kept back."""
 
 
 @dataclass
@@ -75,6 +78,11 @@ class SpecEnd:
     """For a usage limit: the harness's message and the reset chosen from it."""
     dirty: WorktreeState | None = None
     """The tree the guard found dirty (:data:`DIRTY`)."""
+    budget: Budget | None = None
+    """The limit reached (:data:`BUDGET`)."""
+    guarded: bool = False
+    """For :data:`BUDGET`: whether the dirty-tree guard is still to run for the spec (no
+    node of it launched yet)."""
     ahead: Ahead | None = None
     """What runs next, when it was read as the spec closed."""
 

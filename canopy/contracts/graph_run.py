@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from canopy.budget import BudgetState
 from canopy.contracts.graph_run_blocker import Blocker
 from canopy.contracts.graph_run_signals import CONTROL_SIGNALS, ContinueMode
 from canopy.contracts.graph_run_signals import SIGNAL_CONTINUE as SIGNAL_CONTINUE  # re-exported
@@ -159,6 +160,9 @@ class NodeTarget(BaseModel):
     resume_session_id: str | None = None
     member: int | None = None
     """For an ensemble node: which member (index) to launch."""
+    budget_usd: float | None = None
+    """What the node may still spend in USD under the graph's budget (``None``: no USD
+    budget applies), passed to a CLI that caps its own spending."""
 
     _lift_members = model_validator(mode="before")(_members_beside_the_node)
 
@@ -258,6 +262,9 @@ class Ahead(BaseModel):
     pending: int | None = None
     """How many specs of the run's scope are pending, ``spec`` included (for progress);
     ``None`` when not counted."""
+    budget: BudgetState | None = None
+    """The graph's budget as stored now, with what the run and ``spec`` have spent
+    (``None``: the graph has no budget)."""
 
 
 class SpecClose(BaseModel):

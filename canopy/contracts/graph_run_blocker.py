@@ -102,7 +102,31 @@ class QueueFailed:
     """Which members another active run holds, one line each (left out when none)."""
 
 
-Blocker = SpecFailed | DirtyTree | Paused | Stopped | QueueFailed
+@dataclass(frozen=True, kw_only=True)
+class Budget:
+    """The run reached a limit of the graph's ``budget`` before a node launch (the run is
+    ``paused``)."""
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("node",)
+    kind: Literal["budget"] = "budget"
+    message: str
+    scope: Literal["run", "spec"] = "run"
+    """Whose limit: the run's, or the next spec's in this run."""
+    unit: Literal["usd", "tokens"] = "usd"
+    spent: float = 0
+    """What the scope had spent, in ``unit``, as the budget counts it."""
+    limit: float = 0
+    """The limit it reached, in ``unit``."""
+    unknown: int = 0
+    """How many agent runs in the scope reported nothing in ``unit`` (counted as nothing:
+    ``spent`` is a floor)."""
+    next_spec: SpecRef | None = None
+    node: str | None = None
+    """The node that was not launched (left out when not known)."""
+    ways_out: list[str] = field(default_factory=list)
+
+
+Blocker = SpecFailed | DirtyTree | Paused | Stopped | QueueFailed | Budget
 """Why a graph stopped: what a person reads, and (but for a failure) the ways out."""
 
 _CLASSES: dict[str, type[Blocker]] = {cls.kind: cls for cls in get_args(Blocker)}
@@ -151,7 +175,7 @@ def blocker_json(blocker: Blocker | None) -> dict[str, Any] | None:
 def ways_out(blocker: Blocker) -> list[str]:
     """The commands that get the graph moving again (none after a failure: the run ended)."""
     match blocker:
-        case DirtyTree() | Paused() | Stopped():
+        case DirtyTree() | Paused() | Stopped() | Budget():
             return blocker.ways_out
         case SpecFailed() | QueueFailed():
             return []

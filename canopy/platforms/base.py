@@ -171,6 +171,12 @@ class Platform(ABC):
         Canopy choose it (:attr:`takes_session_id`), ignored when resuming.
         """
 
+    def budget_flags(self, usd: float) -> list[str]:
+        """The options that stop one run of the CLI once it has spent ``usd`` (what the
+        graph's budget leaves the node), for a CLI that has such a cap; none by default: a
+        CLI without one runs to its end, and may overshoot the budget by what it spends."""
+        return []
+
     @abstractmethod
     def session_id_from_line(self, line: str) -> str | None:
         """The harness session id if this output line announces one; the latest one wins."""

@@ -1,7 +1,8 @@
 """Claude Code (``claude``) in print mode with ``stream-json`` output.
 
 argv: ``claude -p --output-format stream-json --verbose [PERMISSION FLAGS] [--model M]
-[--effort E] [--resume ID | --session-id UUID]``, the prompt on stdin (print mode reads it
+[--effort E] [--resume ID | --session-id UUID] [--max-budget-usd USD]`` (the last when the
+graph's budget is in USD: what it leaves the node), the prompt on stdin (print mode reads it
 there when no prompt argument is given), so neither its size nor a leading ``-`` (a
 markdown list) can break the launch. Effort uses Claude Code's ``--effort`` flag
 (:data:`EFFORTS`). A fresh run takes the session id Canopy chose (``--session-id``); the
@@ -219,6 +220,12 @@ class ClaudePlatform(JsonLinesPlatform):
             *option("--session-id", chosen),
         ]
         return Invocation(argv, stdin=prompt)
+
+    def budget_flags(self, usd: float) -> list[str]:
+        """``--max-budget-usd AMOUNT``: Claude Code ends the run with an error result
+        (``error_max_budget_usd``) once it has spent that much. The CLI refuses 0, so the
+        amount is at least a millionth of a dollar."""
+        return ["--max-budget-usd", f"{max(usd, 0.000001):.6f}".rstrip("0").rstrip(".")]
 
     def session_id_from_line(self, line: str) -> str | None:
         """``session_id`` of the ``system`` (init) and ``result`` events."""

@@ -1,9 +1,10 @@
 """The agent behind the built-in ``demo`` platform: no API key, no network.
 
 ``python -m canopy.platforms.demo_agent -p --output-format stream-json --verbose
-[PERMISSION FLAGS] [--model M] [--effort E] [--resume ID | --session-id ID] [-- PROMPT]``
-accepts Claude Code's argv (the prompt on stdin when no argument gives it, as Canopy
-passes it; the permission flags are taken and ignored), prints Claude-style stream-json
+[PERMISSION FLAGS] [--model M] [--effort E] [--resume ID | --session-id ID]
+[--max-budget-usd USD] [-- PROMPT]`` accepts Claude Code's argv (the prompt on stdin when
+no argument gives it, as Canopy passes it; the permission flags and the budget are taken
+and ignored), prints Claude-style stream-json
 (an ``init`` event with the resumed or the chosen session id, else a fresh one, an
 assistant message and a ``result``), and does a tiny, visible piece of work in the
 current directory, which must be a git work tree: it appends ``- <first prompt line>`` to
@@ -61,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--effort")
     parser.add_argument("--resume")
     parser.add_argument("--session-id")
-    for option in ("--permission-mode", "--allowedTools", "--settings"):
+    for option in ("--permission-mode", "--allowedTools", "--settings", "--max-budget-usd"):
         parser.add_argument(option)
     parser.add_argument("prompt", nargs="?")
     return parser
