@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from canopy.backlog.specformat import SECTION_NAMES
+from canopy.budget import standing_text
 from canopy.contracts.graph_run_blocker import DirtyTree, ways_out
 
 if TYPE_CHECKING:
@@ -99,6 +100,8 @@ def graph_page(info: GraphInfo, now: datetime, ui_url: str | None) -> str:
         f"`{info.id}` · **{info.status}** · workdir `{info.workdir or '(none)'}` · "
         f"allow_dirty_start: **{dirty}** · permissions: **{permissions}**",
     ]
+    if info.budget is not None:
+        parts.append(f"budget: {standing_text(info.budget, info.budget_spent)}")
     stored = info.blocked()
     if stored is not None:
         blocker = [f"## ⚠ Blocked\n\n{stored.message}"]
