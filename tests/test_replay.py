@@ -171,6 +171,12 @@ async def pause_continue(client: Client, store: Store, repo: Path) -> str:
     return str(started["workflow_id"])
 
 
+async def pause_at_continue_as_new(client: Client, store: Store, repo: Path) -> str:
+    """:func:`pause_continue` with one spec per execution (see the test): the pause comes
+    while the execution's last spec runs, so the run parks before it continues as new."""
+    return await pause_continue(client, store, repo)
+
+
 async def budget_pause(client: Client, store: Store, repo: Path) -> str:
     """A queue of two specs with a budget the first spec's cost reaches: the run pauses
     before the second (``on_blocked`` fires), a continue while still over parks it again,
@@ -242,6 +248,7 @@ SCENARIOS: dict[str, Scenario] = {
     "pass_over": pass_over,
     "ensemble_failover": ensemble_failover,
     "pause_continue": pause_continue,
+    "pause_at_continue_as_new": pause_at_continue_as_new,
     "budget_pause": budget_pause,
     "session_delivery": session_delivery,
     "scheduled_run": scheduled_run,
@@ -284,11 +291,11 @@ async def test_fresh_histories_replay(
     repo: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    per_execution = "2" if name == "continue_as_new" else "100"
+    per_execution = {"continue_as_new": "2", "pause_at_continue_as_new": "1"}.get(name, "100")
     monkeypatch.setenv("CANOPY_SPECS_PER_EXECUTION", per_execution)
     workflow_id = await SCENARIOS[name](serving, home_store, repo)
     histories = await histories_of(serving, workflow_id)
-    assert len(histories) == (2 if name == "continue_as_new" else 1)
+    assert len(histories) == (2 if per_execution != "100" else 1)
     for history in histories:
         await replay(history)
     if os.environ.get("CANOPY_RECORD_HISTORIES") == "1":

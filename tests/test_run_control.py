@@ -171,6 +171,36 @@ async def test_pause_lands_at_the_next_spec_boundary_and_continue_resumes(
     await wait_until(store, graph, lambda r: r["status"] == "completed", "the settle")
 
 
+@pytest.mark.parametrize("name", ["pause", "reset"])
+async def test_a_request_during_an_executions_last_spec_outlives_continue_as_new(
+    serving: Client,
+    store: Store,
+    repo: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+) -> None:
+    """A ``pause`` or ``reset`` sent while the spec that ends an execution runs is acted
+    on, not dropped with the execution that received it."""
+    monkeypatch.setenv("CANOPY_SPECS_PER_EXECUTION", "1")  # a new execution after each spec
+    a, b = make_specs(store, "alpha", "beta")
+    gate = tmp_path / "gate"
+    node = {"name": "work", "command": f"while [ ! -e {gate} ]; do sleep 0.05; done"}
+    graph = make_graph(store, repo, [node])
+    await runs.graph_run(store, graph, queue=make_queue(store, [a, b]))
+    await wait_until(store, graph, lambda r: status_of(store, a) == "in_progress", "alpha to start")
+    await signal(serving, store, graph, name)
+    gate.touch()
+    if name == "pause":
+        assert (await paused_before(store, graph, b))["kind"] == "paused"
+        assert (status_of(store, a), status_of(store, b)) == ("completed", "pending")
+        await signal(serving, store, graph, "continue_run", ContinueRequest())
+        await wait_until(store, graph, lambda r: r["status"] == "completed", "the settle")
+    else:
+        await wait_until(store, graph, lambda r: r["status"] == "idle", "the reset")
+        assert status_of(store, b) == "pending"
+
+
 async def test_stop_kills_the_node_marks_the_spec_interrupted_and_pauses(
     serving: Client, store: Store, repo: Path, tmp_path: Path
 ) -> None:

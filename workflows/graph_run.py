@@ -88,6 +88,11 @@ with workflow.unsafe.imports_passed_through():
     from canopy.workflows.timeouts import GIT_TIMEOUT
 
 
+STEERING_BEFORE_CONTINUE_AS_NEW = "steering-before-continue-as-new"
+"""The patch under which a pending pause, stop or reset keeps the run from continuing as
+new until it has acted on it (see :meth:`GraphRunV2._steered_before_continuing`)."""
+
+
 @workflow.defn(name=GRAPH_RUN_WORKFLOW)
 class GraphRunV2:
     """Drain specs through the graph's nodes, record everything, then settle."""
@@ -330,10 +335,19 @@ class GraphRunV2:
             if start.queue_id is None:
                 return await self._settle(start, "failed", blockers.spec_failed(spec, end.node))
         plan = await self._after(start, spec, end)
-        if plan.spec is None and not plan.skip and continue_as_new_due(start, specs_this_execution):
+        between_specs = plan.spec is None and not plan.skip
+        due = between_specs and continue_as_new_due(start, specs_this_execution)
+        if due and not self._steered_before_continuing():
             await self._end_execution()
             workflow.continue_as_new(start.model_copy(update={"counts": counts, "continued": True}))
         return plan
+
+    def _steered_before_continuing(self) -> bool:
+        """Whether a ``pause``, ``stop`` or ``reset`` waits: the run acts on it in this
+        execution (and continues as new after the next spec), since a new execution starts
+        with no request pending. Runs recorded before this rule continued as new and
+        dropped it; their histories replay without the marker."""
+        return self._steering.pending() and workflow.patched(STEERING_BEFORE_CONTINUE_AS_NEW)
 
     async def _after(self, start: RunInput, spec: NextSpec, end: SpecEnd) -> Plan:
         """The plan after a spec's outcome: usage-limit waits, stops, or the next spec."""

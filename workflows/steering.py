@@ -118,6 +118,10 @@ class Steering:
         elif name == SIGNAL_RESET:
             self.reset_requested = True
 
+    def pending(self) -> bool:
+        """Whether a ``pause``, ``stop`` or ``reset`` waits for the run to act on it."""
+        return self.pause_requested or self.stop_requested or self.reset_requested
+
     def parking(self) -> None:
         """The run parks now: pending ``pause``/``stop`` requests are spent, and only a
         continue sent from now on resumes it."""
