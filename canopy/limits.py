@@ -68,6 +68,10 @@ WAIT_SECONDS = Range(0, 604_800, "seconds", "7 days")
 HEARTBEAT_TIMEOUT_SECONDS = Range(1, 3_600, "seconds", "1 hour")
 """``CANOPY_HEARTBEAT_TIMEOUT``: how long a node may go silent before its attempt is
 retried (a retry adopts the running process, so this only bounds how soon)."""
+LANES = Range(1, 16)
+"""A graph's ``lanes`` (and ``graph run --lanes``): how many specs a run works on at
+once, each in a worktree of its own and with an agent process; past 16 the machine, not
+the queue, sets the pace (docs/lanes.md)."""
 SPECS_PER_EXECUTION = Range(1, 10_000)
 """``CANOPY_SPECS_PER_EXECUTION``: specs a run drains before it continues as new."""
 NOTIFICATIONS_LIMIT = Range(1, 10_000)

@@ -77,7 +77,8 @@ def _show_facts(info: GraphInfo) -> None:
     host = f"   host: {info.host}" if info.host is not None else ""
     print_line(
         f"status: {info.status}   workdir: {info.workdir or '(none)'}{host}   "
-        f"allow_dirty_start: {dirty}   permissions: {info.permissions or '(platform default)'}"
+        f"allow_dirty_start: {dirty}   lanes: {info.lanes}   "
+        f"permissions: {info.permissions or '(platform default)'}"
     )
     if info.budget is not None:
         print_line(f"budget: {standing_text(info.budget, info.budget_spent)}")

@@ -30,6 +30,10 @@ def run(
             "--host", help="The machine holding the workdir (its CANOPY_HOST; default: this one)."
         ),
     ] = None,
+    lanes: Annotated[
+        int | None,
+        typer.Option("--lanes", help="Specs worked on at once, 1 to 16 (default: the graph's)."),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Start a run over the graph's bound specs or a queue (refused if the tree is dirty or
@@ -39,7 +43,7 @@ def run(
     from canopy.ops import runs
 
     result = asyncio.run(
-        runs.graph_run(open_store(), graph, queue=queue, workdir=workdir, host=host)
+        runs.graph_run(open_store(), graph, queue=queue, workdir=workdir, host=host, lanes=lanes)
     )
 
     def human() -> None:

@@ -130,6 +130,9 @@ CASES = {
         "notify: URL 2 is not one Apprise",
         ("notify", "json://h/x", "nope://t", "--body", "b"),
     ),
+    "lanes out of range": Case(
+        "cli.md", "lanes: 0 is out of range", ("graph", "run", "any", "--lanes", "0")
+    ),
     "store unreachable": Case(
         "configuration.md",
         "cannot open the store at postgresql+psycopg://",

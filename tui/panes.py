@@ -98,7 +98,8 @@ def graph_page(info: GraphInfo, now: datetime, ui_url: str | None) -> str:
     parts = [
         f"# {info.name}",
         f"`{info.id}` · **{info.status}** · workdir `{info.workdir or '(none)'}` · "
-        f"allow_dirty_start: **{dirty}** · permissions: **{permissions}**",
+        f"allow_dirty_start: **{dirty}** · lanes: **{info.lanes}** · "
+        f"permissions: **{permissions}**",
     ]
     if info.budget is not None:
         parts.append(f"budget: {standing_text(info.budget, info.budget_spent)}")

@@ -24,6 +24,7 @@ from canopy.limits import (
     ENSEMBLE_NAME_MAX_LENGTH,
     HOST_MAX_LENGTH,
     ID_MAX_LENGTH,
+    LANES,
     MAX_VISITS,
     NAME_MAX_LENGTH,
     NODE_NAME_MAX_LENGTH,
@@ -139,6 +140,7 @@ HostName = Annotated[str, _named(HOST_MAX_LENGTH, path_safe=True)]
 """Path-safe, as :func:`canopy.temporal.client.check_host` has it: part of a task queue
 name and of shell hints."""
 MaxVisits = Annotated[int, within(MAX_VISITS)]
+Lanes = Annotated[int, within(LANES)]
 NodeTimeout = Annotated[int | float, within(NODE_TIMEOUT_MINUTES)]
 """``int | float``: an integer too large for a float is then refused by its range, naming
 the value, instead of as "not a valid number"."""

@@ -29,6 +29,7 @@ from canopy.graphs.fields import (
     EnsembleName,
     GraphName,
     HostName,
+    Lanes,
     Text,
     Workdir,
     not_empty,
@@ -86,6 +87,8 @@ class GraphDefinition(BaseModel):
     workdir: Workdir | None = None
     host: HostName | None = None
     allow_dirty_start: bool = False
+    lanes: Lanes = 1
+    """How many specs a run works on at once (:mod:`canopy.lanes`); 1: one after another."""
     permissions: Permissions | None = None
     """The level its agents run at where a node, member or hook does not say."""
     budget: GraphBudget | None = None

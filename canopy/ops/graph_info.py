@@ -225,6 +225,9 @@ class GraphInfo:
     """The machine holding the workdir, where ``graph run`` sends the run unless told
     otherwise; none: the machine that starts the run."""
     allow_dirty_start: bool
+    lanes: int
+    """How many specs a run works on at once, each in a git worktree of its own
+    (docs/lanes.md); 1: one after another in the workdir."""
     permissions: str | None
     """What its agents may do where a node, member or hook does not say (none: the
     platform's level in config.toml, else ``workspace``)."""
@@ -279,7 +282,7 @@ def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphI
     """The graph ``graph_id`` with its run record, in the caller's transaction; refused,
     naming ``ref`` (what the user typed), if it does not exist."""
     found = rows(
-        "SELECT id, name, status, workdir, host, allow_dirty_start, permissions,"
+        "SELECT id, name, status, workdir, host, allow_dirty_start, lanes, permissions,"
         " CAST(budget AS TEXT) AS budget, CAST(blocker AS TEXT) AS blocker,"
         " CAST(hooks AS TEXT) AS hooks, CAST(nodes AS TEXT) AS nodes,"
         " CAST(ensembles AS TEXT) AS ensembles, created_at, updated_at"
@@ -303,6 +306,7 @@ def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphI
         workdir=row["workdir"],
         host=row["host"],
         allow_dirty_start=bool(row["allow_dirty_start"]),
+        lanes=row["lanes"],
         permissions=row["permissions"],
         budget=budget,
         budget_spent=budget_spent(rows, runs[0].id) if budget and runs else None,

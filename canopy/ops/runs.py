@@ -27,6 +27,7 @@ from canopy.contracts.graph_run import GRAPH_RUN_WORKFLOW, RUN_SEARCH_ATTRIBUTES
 from canopy.errors import Refused, store_errors
 from canopy.graphs.agents import agent_platforms
 from canopy.ids import new_id
+from canopy.limits import LANES, check_range
 from canopy.ops import control, run_metadata
 from canopy.ops.tuning import run_tuning
 from canopy.statuses import ACTIVE_RUN_STATUSES
@@ -116,10 +117,11 @@ def prepare_run(
     queue: str | None = None,
     workdir: str | None = None,
     host: str | None = None,
+    lanes: int | None = None,
 ) -> PreparedRun:
     """Validate a start and record the run (graph ``running``), race-free; without the
     check that a worker serves the host, which :func:`graph_run` makes between the two."""
-    return _record_checked(store, _check_start(store, graph, queue, workdir, host))
+    return _record_checked(store, _check_start(store, graph, queue, workdir, host, lanes))
 
 
 def _record_checked(store: Store, checked: CheckedStart) -> PreparedRun:
@@ -141,7 +143,12 @@ def _record_checked(store: Store, checked: CheckedStart) -> PreparedRun:
 
 
 def _check_start(
-    store: Store, graph: str, queue: str | None, workdir: str | None, host: str | None
+    store: Store,
+    graph: str,
+    queue: str | None,
+    workdir: str | None,
+    host: str | None,
+    lanes: int | None = None,
 ) -> CheckedStart:
     """The launch guard: no active run, a git work tree, clean unless allowed.
 
@@ -149,7 +156,9 @@ def _check_start(
     on this machine: for a run on another host whose workdir is not here they are left to
     that host's worker (:func:`_checks_tree_here`). Such a run starts as a continued one
     does, with the dirty-tree guard before its first spec, so a dirty tree on the host
-    parks it with the usual blocker."""
+    parks it with the usual blocker. ``lanes`` overrides the graph's for this run."""
+    if lanes is not None:
+        check_range(lanes, LANES, "lanes")
     named_host = temporal_client.check_host(host) if host is not None else None
     with store.transaction() as rows:
         graph_id = queries.resolve_id(rows, "graph", graph)
@@ -159,6 +168,7 @@ def _check_start(
         _refuse_if_active(rows, row)
         run_workdir = normalize_workdir(workdir) if workdir is not None else row["workdir"]
         name, allow_dirty_start, graph_host = row["name"], row["allow_dirty_start"], row["host"]
+        _refuse_lanes(name, row["lanes"] if lanes is None else lanes)
         platforms = agent_platforms(row["nodes"], row["ensembles"], row["hooks"])
         nothing_to_do = queue_id is None and not rows(
             "SELECT spec_id FROM graph_specs WHERE graph_id = :id LIMIT 1", {"id": graph_id}
@@ -185,6 +195,16 @@ def _check_start(
             "(graph edit, specs)"
         )
     return CheckedStart(graph_id, name, queue_id, queue_name, run_workdir, run_host, tree_checked)
+
+
+def _refuse_lanes(graph: str, lanes: int) -> None:
+    """Refuse a run of more than one lane: the engine runs one spec at a time for now
+    (docs/lanes.md), and a setting that silently did nothing would mislead."""
+    if lanes > 1:
+        raise Refused(
+            f"graph {graph}: runs of more than one lane are not supported yet (this run "
+            f"would have {lanes}); run it with --lanes 1 or set the graph's lanes to 1"
+        )
 
 
 def _refuse_missing_platforms(graph: str, platforms: list[str]) -> None:
@@ -308,15 +328,16 @@ async def graph_run(
     queue: str | None = None,
     workdir: str | None = None,
     host: str | None = None,
+    lanes: int | None = None,
 ) -> dict[str, Any]:
     """Start a run of ``graph`` over its bound specs or ``queue`` in ``workdir`` on
-    ``host`` (default: this machine); refused per the guard, or when no worker serves the
-    host.
+    ``host`` (default: this machine), with ``lanes`` instead of the graph's; refused per
+    the guard, or when no worker serves the host.
 
     The store and git work runs on a thread: it blocks, and callers that start runs from
     an event loop (the MCP server) keep serving meanwhile.
     """
-    checked = await asyncio.to_thread(_check_start, store, graph, queue, workdir, host)
+    checked = await asyncio.to_thread(_check_start, store, graph, queue, workdir, host, lanes)
     client = await temporal_client.connect()
     await require_worker_on(client, checked.host)
     prepared = await asyncio.to_thread(_record_checked, store, checked)

@@ -101,6 +101,8 @@ class Graph(Base):
     """The machine holding the workdir (its ``CANOPY_HOST``), where runs go by default;
     none: the machine that starts the run."""
     allow_dirty_start: Mapped[bool] = mapped_column(Boolean, default=False)
+    lanes: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    """How many specs a run works on at once (docs/lanes.md); 1: one after another."""
     permissions: Mapped[str | None] = mapped_column(String(16), nullable=True)
     """What its agents may do where a node, member or hook does not say; none: the
     platform's level from config.toml, else ``workspace``."""

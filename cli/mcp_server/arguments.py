@@ -44,8 +44,8 @@ Definition = Annotated[
     Field(
         description="The graph definition as a JSON object (docs/graphs.md): the whole "
         "definition for create; for update only the fields to replace (nodes, specs, "
-        "ensembles, name, workdir, host, allow_dirty_start, hooks — each event named replaces "
-        "that event's list — or the legacy top-level on_completed hook)."
+        "ensembles, name, workdir, host, allow_dirty_start, lanes, hooks — each event named "
+        "replaces that event's list — or the legacy top-level on_completed hook)."
     ),
 ]
 
@@ -66,6 +66,13 @@ RunHost = Annotated[
     Field(
         description="run: the machine holding the workdir, whose worker runs the nodes (its "
         "CANOPY_HOST; default: the graph's host, else the MCP server's host)."
+    ),
+]
+RunLanes = Annotated[
+    int | None,
+    Field(
+        description="run: how many specs the run works on at once, 1 to 16, instead of the "
+        "graph's lanes (docs/lanes.md)."
     ),
 ]
 

@@ -32,6 +32,7 @@ from canopy.cli.mcp_server.arguments import (
     QueueAction,
     QueueId,
     RunHost,
+    RunLanes,
     RunWorkdir,
     ScheduleId,
     ServerAction,
@@ -167,6 +168,7 @@ async def graph_control_tool(
     queue_id: QueueId = None,
     workdir: RunWorkdir = None,
     host: RunHost = None,
+    lanes: RunLanes = None,
     mode: Annotated[
         str | None,
         Field(description=f"continue: one of {', '.join(CONTINUE_MODES)} (default recheck)."),

@@ -245,10 +245,10 @@ GRAPH_CONTROL_VERBS: Verbs = {
         "queue_id, on host; refused if the workdir is not a clean git work tree or "
         "no worker serves the host.",
         lambda store, a: runs.graph_run(
-            store, a["graph_id"], a["queue_id"], a["workdir"], a["host"]
+            store, a["graph_id"], a["queue_id"], a["workdir"], a["host"], a["lanes"]
         ),
         needs=("graph_id",),
-        takes=("queue_id", "workdir", "host"),
+        takes=("queue_id", "workdir", "host", "lanes"),
     ),
     "continue": Verb(
         "Resume a paused graph: recheck the tree, run_from_node (node, spec_id) or skip_next_spec.",
