@@ -32,6 +32,7 @@ from temporalio.worker import Worker
 from canopy.activities.bookkeeping import RunRecords
 from canopy.activities.delivery import DeliveryActivities
 from canopy.activities.hooks import HookActivities
+from canopy.activities.lanes import close_lane_worktree, integrate_lane_branch, open_lane_worktree
 from canopy.activities.nodes import NodeActivities
 from canopy.activities.run_state import RunControl
 from canopy.activities.schedules import ScheduleActivities
@@ -82,6 +83,9 @@ def activities(store: Store) -> Activities:
         agents=[
             nodes.dispatch_node,
             check_worktree,
+            open_lane_worktree,
+            integrate_lane_branch,
+            close_lane_worktree,
             HookActivities(store).fire_hooks,
             delivery.deliver_message,
         ],

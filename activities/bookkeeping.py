@@ -67,39 +67,57 @@ def _pending_count(rows: Rows, run_id: str) -> int:
     return int(found["n"])
 
 
-def _next_pending(rows: Rows, run_id: str) -> NextSpec | None:
-    """The next pending spec: queue members in queue order, else bound specs in order.
+def _next_pending(rows: Rows, run_id: str, request: ReadAhead | None = None) -> NextSpec | None:
+    """The next pending spec: queue members in queue order, else bound specs in order,
+    passing over what a run of lanes has in flight (``request``).
 
     Read fresh before every spec, so a reorder or an added member during the run counts.
     """
-    found = rows(*next_pending_query(rows, run_id))
+    found = rows(*next_pending_query(rows, run_id, request))
     if not found:
         return None
     return NextSpec(spec_id=found[0]["id"], name=found[0]["name"], group=found[0]["group_name"])
 
 
-def next_pending_query(rows: Rows, run_id: str) -> tuple[str, dict[str, Any]]:
+def next_pending_query(
+    rows: Rows, run_id: str, request: ReadAhead | None = None
+) -> tuple[str, dict[str, Any]]:
     """The query :func:`_next_pending` runs, and its parameters: its id, name and queue
     group."""
     run = run_record(rows, run_id)
+    passing, params = _passing_over(request)
     if run["queue_id"] is not None:
+        if request is not None and request.groups_in_flight:
+            held, groups = bound_list("group", request.groups_in_flight)
+            passing += (
+                f" AND (queue_members.group_name IS NULL OR queue_members.group_name NOT IN {held})"
+            )
+            params.update(groups)
         return (
             "SELECT specs.id, specs.name, queue_members.group_name FROM specs"
             " JOIN queue_members ON queue_members.spec_id = specs.id"
-            " WHERE queue_members.queue_id = :queue AND specs.status = 'pending'"
+            f" WHERE queue_members.queue_id = :queue AND specs.status = 'pending'{passing}"
             " ORDER BY queue_members.position LIMIT 1",
-            {"queue": run["queue_id"]},
+            {**params, "queue": run["queue_id"]},
         )
     return (
         "SELECT specs.id, specs.name, NULL AS group_name FROM specs"
         " JOIN graph_specs ON graph_specs.spec_id = specs.id"
-        " WHERE graph_specs.graph_id = :graph AND specs.status = 'pending'"
+        f" WHERE graph_specs.graph_id = :graph AND specs.status = 'pending'{passing}"
         " ORDER BY graph_specs.position LIMIT 1",
-        {"graph": run["graph_id"]},
+        {**params, "graph": run["graph_id"]},
     )
 
 
-def _claim(rows: Rows, run_id: str, spec: NextSpec) -> int | None:
+def _passing_over(request: ReadAhead | None) -> tuple[str, dict[str, Any]]:
+    """The condition leaving out the specs a run of lanes has in flight (none: nothing)."""
+    if request is None or not request.passing_over:
+        return "", {}
+    listed, params = bound_list("flying", request.passing_over)
+    return f" AND specs.id NOT IN {listed}", params
+
+
+def _claim(rows: Rows, run_id: str, spec: NextSpec, lane: NodeDispatch | None = None) -> int | None:
     """Claim the spec for this run and open its passage; ``None`` if the run did not get it.
 
     The claim is a compare-and-set (``pending`` to ``in_progress``): of two runs reaching
@@ -116,10 +134,18 @@ def _claim(rows: Rows, run_id: str, spec: NextSpec) -> int | None:
     )
     if len(claimed) != 1:
         return None
+    branch = lane.branch if lane is not None else None
     (passage,) = rows(
-        "INSERT INTO run_specs (run_id, spec_id, group_name, started_at)"
-        " VALUES (:run_id, :spec_id, :group, :now) RETURNING id",
-        {"run_id": run_id, "spec_id": spec.spec_id, "group": spec.group, "now": utcnow()},
+        "INSERT INTO run_specs (run_id, spec_id, group_name, started_at, worktree, branch)"
+        " VALUES (:run_id, :spec_id, :group, :now, :worktree, :branch) RETURNING id",
+        {
+            "run_id": run_id,
+            "spec_id": spec.spec_id,
+            "group": spec.group,
+            "now": utcnow(),
+            "worktree": lane.workdir if lane is not None and branch is not None else None,
+            "branch": branch,
+        },
     )
     return int(passage["id"])
 
@@ -314,8 +340,9 @@ def _ahead(
     spec: NextSpec | None,
     node: str | None,
     count_pending: bool,
+    request: ReadAhead | None = None,
 ) -> Ahead:
-    upcoming = spec or _next_pending(rows, run_id)
+    upcoming = spec or _next_pending(rows, run_id, request)
     if upcoming is None:
         return Ahead(pending=0)
     graph = graph_record(rows, graph_id)
@@ -323,6 +350,8 @@ def _ahead(
         spec=upcoming,
         step=load_step(graph, node),
         allow_dirty_start=graph["allow_dirty_start"],
+        lanes=graph["lanes"],
+        integration=graph["integration"],
         pending=_pending_count(rows, run_id) if count_pending else None,
         budget=_budget_state(rows, run_id, upcoming, graph),
     )
@@ -393,6 +422,7 @@ class RunRecords:
                 request.spec,
                 request.node,
                 request.count_pending,
+                request,
             )
 
     @activity.defn
@@ -419,6 +449,11 @@ class RunRecords:
                 passage = _passage_record(rows, passage_id)
                 if passage["outcome"] is None:
                     _close_passage(rows, passage, request.outcome, request.ended_node)
+                if request.lane_closed:
+                    rows(
+                        "UPDATE run_specs SET worktree = NULL, branch = :branch WHERE id = :id",
+                        {"branch": request.kept_branch, "id": passage_id},
+                    )
             graph = graph_record(rows, request.graph_id)
             hooks = request.outcome == "completed" and _has_spec_completed_hooks(graph)
             closed = SpecClosed(passage_id=passage_id, spec_completed_hooks=hooks)
@@ -519,7 +554,7 @@ class RunRecords:
                 return recorded
             if state is not None and not state.clean:
                 return DispatchOutcome(dirty=state)
-            if _claim(rows, dispatch.run_id, dispatch.spec) is None:
+            if _claim(rows, dispatch.run_id, dispatch.spec, dispatch) is None:
                 return DispatchOutcome(taken=True)
             return _record_launch(
                 rows,

@@ -100,6 +100,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "app",
         "Schedules: a graph's runs started on a cron (canopy graph schedule makes one).",
     ),
+    "worktree": (
+        "canopy.cli.worktree_cmds",
+        "app",
+        "Lane worktrees: list those runs of lanes made, prune those left over.",
+    ),
     "session": ("canopy.cli.session_cmds", "app", "Interactive sessions and their messages."),
     "server": ("canopy.cli.server_cmds", "app", "The embedded Temporal dev server."),
 }

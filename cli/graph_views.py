@@ -69,6 +69,33 @@ def show_graph(info: GraphInfo) -> None:
     _show_hook_runs(info.completion_hook_runs)
     if info.queue_progress is not None:
         _show_queue_progress(info.queue_progress)
+    if info.lanes_in_flight:
+        _show_lanes(info)
+    if info.kept_branches:
+        print_table(
+            "Kept branches (they hold work the target does not have)",
+            ["spec", "branch"],
+            [[kept.spec_id, kept.branch] for kept in info.kept_branches],
+        )
+
+
+def _show_lanes(info: GraphInfo) -> None:
+    """The active run's lanes: each spec in flight, its node and since when, its worktree."""
+    print_table(
+        f"Lanes: {len(info.lanes_in_flight)} of {info.lanes} busy",
+        ["spec", "name", "node", "since", "worktree"],
+        [
+            [lane.spec_id, lane.spec_name or "", lane.node or "(between nodes)", lane.since,
+             lane.worktree]
+            for lane in info.lanes_in_flight
+        ],
+    )  # fmt: skip
+
+
+def _lanes(info: GraphInfo) -> str:
+    """``4 (merge)``: the lanes, and how a run of lanes lands its specs when it may."""
+    lands = info.lanes > 1 or info.integration != "rebase"
+    return f"{info.lanes} ({info.integration})" if lands else str(info.lanes)
 
 
 def _show_facts(info: GraphInfo) -> None:
@@ -77,7 +104,7 @@ def _show_facts(info: GraphInfo) -> None:
     host = f"   host: {info.host}" if info.host is not None else ""
     print_line(
         f"status: {info.status}   workdir: {info.workdir or '(none)'}{host}   "
-        f"allow_dirty_start: {dirty}   lanes: {info.lanes}   "
+        f"allow_dirty_start: {dirty}   lanes: {_lanes(info)}   "
         f"permissions: {info.permissions or '(platform default)'}"
     )
     if info.budget is not None:

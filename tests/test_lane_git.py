@@ -5,6 +5,7 @@ holding work and never touches a worktree Canopy did not make."""
 
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar, cast
 
@@ -26,7 +27,10 @@ from canopy.lanes import (
     open_lane,
     target_branch,
 )
-from tests.engine import git
+from canopy.ops import graphs, runs, worktrees
+from canopy.store.engine import Store
+from tests.conftest import make_specs
+from tests.engine import git, make_queue
 
 T = TypeVar("T")
 
@@ -279,3 +283,29 @@ def test_the_activities_carry_lanes_and_answers_through_the_converter(repo: Path
     done = through(integrate_lane_branch(through(integration, LaneIntegration)), Integration)
     assert (done.outcome, done.already) == ("integrated", False)
     assert through(close_lane_worktree(made), Closed) == Closed(kept_branch=None)
+
+
+def test_prune_removes_lanes_of_runs_that_are_over_and_nothing_else(
+    store: Store, repo: Path, tmp_path: Path
+) -> None:
+    graph = graphs.graph_create(
+        store, {"name": "g", "workdir": str(repo), "nodes": [{"name": "n", "command": "true"}]}
+    )
+    queue = make_queue(store, make_specs(store, "s"))
+    active = runs.prepare_run(store, graph["id"], queue=queue).start.run_id
+    alive = open_lane(replace(lane(repo, 1), run_id=active, lane_id=f"{active}-1"))
+    crashed, idle = open_lane(lane(repo, 2)), open_lane(lane(repo, 3, "spec-idle"))
+    commit(crashed.tree, "a.txt", "a\n")
+    git(repo, "worktree", "add", "-q", "-b", "mine", str(tmp_path / "mine"))
+    listed = worktrees.worktree_list(store)
+    assert [(row["worktree"], row["run_status"], row["leftover"]) for row in listed] == [
+        (str(alive.tree), "running", False),
+        (str(crashed.tree), None, True),
+        (str(idle.tree), None, True),
+    ]
+    assert worktrees.worktree_prune(store) == {
+        "removed": [str(crashed.tree), str(idle.tree)],
+        "kept_branches": [crashed.branch],
+    }
+    assert found_lanes() == [alive]
+    assert (tmp_path / "mine").is_dir() and "mine" in branches(repo)

@@ -1,6 +1,6 @@
 """A graph's ``lanes``: written in JSON or TOML, edited, shown, checked at every door with
-one line, and (until the engine runs lanes) a run of more than one refused before
-anything is written."""
+one line; a run takes the graph's or its own, and a run of lanes the branch it integrates
+into."""
 
 from pathlib import Path
 
@@ -12,7 +12,7 @@ from canopy.ops import graphs, runs
 from canopy.ops.graph_info import stored_graph_info
 from canopy.store.engine import Store
 from tests.conftest import make_specs, snapshot
-from tests.engine import make_graph, make_queue
+from tests.engine import git, make_graph, make_queue
 
 NODES = [{"name": "work", "command": "true"}]
 
@@ -26,8 +26,10 @@ def test_a_graph_has_one_lane_unless_it_says_otherwise(store: Store, repo: Path)
     wide = graphs.graph_create(store, parse_definition(toml, "wide.toml"))
     assert wide["lanes"] == 4
     edited = graphs.graph_edit(store, "wide", {"lanes": 16})
-    assert edited["lanes"] == 16
+    assert (edited["lanes"], edited["integration"]) == (16, "rebase")
     assert graphs.graph_edit(store, "wide", {"workdir": str(repo)})["lanes"] == 16  # kept
+    assert graphs.graph_edit(store, "wide", {"integration": "merge"})["integration"] == "merge"
+    assert stored_graph_info(store, "wide").integration == "merge"
 
 
 @pytest.mark.parametrize(
@@ -51,20 +53,41 @@ def test_lanes_outside_one_to_sixteen_are_refused_in_one_line(
     assert snapshot(store) == before
 
 
-def test_a_run_of_more_than_one_lane_is_refused_for_now(store: Store, repo: Path) -> None:
-    make_graph(store, repo, NODES, "wide", lanes=4, specs=[])
+def test_an_integration_other_than_rebase_or_merge_is_refused(store: Store, repo: Path) -> None:
+    make_graph(store, repo, NODES, "narrow")
+    before = snapshot(store)
+    with pytest.raises(Refused) as refused:
+        graphs.graph_edit(store, "narrow", {"integration": "squash"})
+    assert refused.value.message == (
+        "graph definition refused: integration: Input should be 'rebase' or 'merge'"
+    )
+    assert snapshot(store) == before
+
+
+def test_a_run_takes_the_graph_s_lanes_or_its_own(store: Store, repo: Path) -> None:
+    queue = make_queue(store, make_specs(store, "one"))
+    make_graph(store, repo, NODES, "wide", lanes=4)
+    prepared = runs.prepare_run(store, "wide", queue=queue)
+    start = prepared.start
+    assert (start.lanes, start.lanes_fixed, start.target) == (4, False, "main")
+    runs.forget_run(store, prepared)
+    start = runs.prepare_run(store, "wide", queue=queue, lanes=1).start
+    assert (start.lanes, start.lanes_fixed, start.target) == (1, True, None)
+
+
+def test_a_run_of_lanes_needs_a_branch_checked_out(store: Store, repo: Path) -> None:
+    make_graph(store, repo, NODES, "wide", lanes=4)
     graph = make_graph(store, repo, NODES, "narrow")
+    git(repo, "checkout", "-q", "--detach")
     before = snapshot(store)
     with pytest.raises(Refused) as refused:
         runs.prepare_run(store, "wide")
     assert refused.value.message == (
-        "graph wide: runs of more than one lane are not supported yet (this run would have "
-        "4); run it with --lanes 1 or set the graph's lanes to 1"
+        f"workdir {repo} has no branch checked out (detached HEAD); lanes integrate into a "
+        "branch: check one out"
     )
-    with pytest.raises(Refused, match=r"\(this run would have 2\)"):
+    with pytest.raises(Refused, match="detached HEAD"):
         runs.prepare_run(store, graph, lanes=2)
     with pytest.raises(Refused, match=r"^lanes: 0 is out of range; it must be between 1 and 16$"):
         runs.prepare_run(store, graph, lanes=0)
     assert snapshot(store) == before
-    queue = make_queue(store, make_specs(store, "one"))
-    assert runs.prepare_run(store, "wide", queue=queue, lanes=1).start.graph_name == "wide"

@@ -241,6 +241,56 @@ async def scheduled_run(client: Client, store: Store, repo: Path) -> str:
     return str(workflow_id)
 
 
+LANE_COMMIT = {
+    "name": "commit",
+    "command": 'echo "$CANOPY_SPEC_NAME" > "$CANOPY_SPEC_ID.txt" && git add -A'
+    ' && git commit -q -m "$CANOPY_SPEC_NAME"',
+}
+"""A node that commits a file of its own spec's."""
+
+
+async def lanes(client: Client, store: Store, repo: Path) -> str:
+    """Three queued specs through two lanes, each committing its own file: each opens a
+    lane, walks, integrates in order and has its lane removed."""
+    queue = queues.queue_create(store, "q")["id"]
+    for spec_id in make_specs(store, "alpha", "beta", "gamma"):
+        queues.queue_add_spec(store, queue, spec_id)
+    graph = graphs.graph_create(
+        store, {"name": "g", "workdir": str(repo), "lanes": 2, "nodes": [LANE_COMMIT]}
+    )
+    result = await settle(client, store, graph["id"], queue=queue)
+    assert result["status"] == "completed"
+    return str(result["workflow_id"])
+
+
+async def lanes_conflict(client: Client, store: Store, repo: Path) -> str:
+    """Two lanes whose specs change the same line: the second to integrate pauses the run
+    on a merge conflict, and a skip lets it complete."""
+    queue = queues.queue_create(store, "q")["id"]
+    for spec_id in make_specs(store, "alpha", "beta"):
+        queues.queue_add_spec(store, queue, spec_id)
+    both = repo.parent / "both"
+    both.mkdir()
+    edit = {
+        "name": "edit",
+        "command": f'touch "{both}/$CANOPY_SPEC_ID"; while [ "$(ls "{both}" | wc -l)" -lt 2 ];'
+        ' do sleep 0.05; done; echo "$CANOPY_SPEC_NAME" > README.md && git commit -q -am x',
+    }
+    graph = graphs.graph_create(
+        store, {"name": "g", "workdir": str(repo), "lanes": 2, "nodes": [edit]}
+    )["id"]
+    started = await runs.graph_run(store, graph, queue=queue)
+
+    def conflicted() -> bool:
+        return bool((graph_state(store, graph)["blocker"] or {}).get("kind") == "merge_conflict")
+
+    await eventually(conflicted, "the merge conflict")
+    await control.graph_continue(store, graph, "skip_next_spec")
+    settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
+    assert settled["status"] == "completed", settled
+    return str(started["workflow_id"])
+
+
 SCENARIOS: dict[str, Scenario] = {
     "drain": drain,
     "settle_failed": settle_failed,
@@ -252,6 +302,9 @@ SCENARIOS: dict[str, Scenario] = {
     "budget_pause": budget_pause,
     "session_delivery": session_delivery,
     "scheduled_run": scheduled_run,
+    "lanes": lanes,
+    "lanes_conflict": lanes_conflict,
+    "lanes_continue_as_new": lanes,
 }
 
 
@@ -291,7 +344,11 @@ async def test_fresh_histories_replay(
     repo: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    per_execution = {"continue_as_new": "2", "pause_at_continue_as_new": "1"}.get(name, "100")
+    per_execution = {
+        "continue_as_new": "2",
+        "pause_at_continue_as_new": "1",
+        "lanes_continue_as_new": "2",
+    }.get(name, "100")
     monkeypatch.setenv("CANOPY_SPECS_PER_EXECUTION", per_execution)
     workflow_id = await SCENARIOS[name](serving, home_store, repo)
     histories = await histories_of(serving, workflow_id)

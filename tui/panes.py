@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from canopy.backlog.specformat import SECTION_NAMES
 from canopy.budget import standing_text
-from canopy.contracts.graph_run_blocker import DirtyTree, ways_out
+from canopy.contracts.graph_run_blocker import DirtyTree, MergeConflict, ways_out
 
 if TYPE_CHECKING:
     from canopy.ops.graph_info import GraphInfo
@@ -109,6 +109,9 @@ def graph_page(info: GraphInfo, now: datetime, ui_url: str | None) -> str:
         if isinstance(stored, DirtyTree) and stored.dirty_paths:
             shown = "\n".join(f"- `{path}`" for path in stored.dirty_paths)
             blocker.append(f"Dirty paths ({stored.dirty_count}):\n\n{shown}")
+        if isinstance(stored, MergeConflict) and stored.conflict_paths:
+            shown = "\n".join(f"- `{path}`" for path in stored.conflict_paths)
+            blocker.append(f"Conflicting paths ({stored.conflict_count}):\n\n{shown}")
         if ways_out(stored):
             ways = "\n".join(f"- {way}" for way in ways_out(stored))
             blocker.append(f"Ways out:\n\n{ways}")
@@ -117,6 +120,15 @@ def graph_page(info: GraphInfo, now: datetime, ui_url: str | None) -> str:
         parts.append(f"> **consistency warning**: {info.consistency_warning}")
     if info.scheduled_resume_at:
         parts.append(f"Waiting out a usage limit until {info.scheduled_resume_at}.")
+    if info.lanes_in_flight:
+        flying = [
+            (lane.spec_name or lane.spec_id, lane.node or "(between nodes)", lane.worktree)
+            for lane in info.lanes_in_flight
+        ]
+        parts.append(
+            f"## Lanes: {len(flying)} of {info.lanes} busy\n\n"
+            + _table(("spec", "node", "worktree"), flying)
+        )
     running = [n for n in info.node_runs if n.status == "running"]
     for node_run in running:
         parts.append(

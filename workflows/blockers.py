@@ -11,11 +11,14 @@ from canopy.contracts.graph_run import NextSpec
 from canopy.contracts.graph_run_blocker import (
     Budget,
     DirtyTree,
+    MergeConflict,
     Paused,
     SpecFailed,
     SpecRef,
     Stopped,
 )
+from canopy.contracts.lanes import LaneRef
+from canopy.lanes import Integration
 from canopy.markdown import code_span
 from canopy.workdir import WorktreeState, describe_dirty
 
@@ -131,5 +134,37 @@ def over_budget(
                 if limit.scope == "spec"
                 else []
             ),
+        ],
+    )
+
+
+def merge_conflict(
+    graph_name: str, spec: NextSpec, lane: LaneRef, conflict: Integration, node: str | None
+) -> MergeConflict:
+    """A run of lanes could not integrate ``spec``: its branch conflicts with the target."""
+    graph = shlex.quote(graph_name)
+    paths = ", ".join(conflict.paths)
+    more = conflict.count - len(conflict.paths)
+    tail = f" and {more} more" if more > 0 else ""
+    noun = "path" if conflict.count == 1 else "paths"
+    rebase = f"git -C {shlex.quote(lane.tree)} rebase {shlex.quote(lane.target)}"
+    return MergeConflict(
+        message=(
+            f"spec {spec.name} ({spec.spec_id}) conflicts with {lane.target} "
+            f"({conflict.count} conflicting {noun}: {paths}{tail}); paused before integrating "
+            f"its branch {lane.branch}"
+        ),
+        next_spec=_spec_ref(spec),
+        node=node,
+        branch=lane.branch,
+        worktree=lane.tree,
+        target=lane.target,
+        conflict_paths=list(conflict.paths),
+        conflict_count=conflict.count,
+        ways_out=[
+            f"resolve it in the spec's worktree ({code_span(rebase)}, fix the conflicts, "
+            f"{code_span('git rebase --continue')}), then: {_command(graph)}",
+            f"rerun the spec on the new tip: {_command(graph, '--mode run_from_node')}",
+            f"skip it (its branch is kept): {_command(graph, '--mode skip_next_spec')}",
         ],
     )

@@ -6,8 +6,13 @@ Pure functions of their inputs (no I/O, no clock), so the workflow may call them
 
 from datetime import datetime
 
-from canopy.contracts.graph_run import IgnoredSignalRecord, NextSpec, RunCounts
-from canopy.contracts.graph_run_blocker import Blocker, DirtyTree, ways_out
+from canopy.contracts.graph_run import IgnoredSignalRecord, LaneStatus, NextSpec, RunCounts
+from canopy.contracts.graph_run_blocker import (
+    Blocker,
+    DirtyTree,
+    MergeConflict,
+    ways_out,
+)
 from canopy.markdown import code_span
 
 
@@ -66,6 +71,21 @@ def running(
     )
 
 
+def lanes(flying: list[LaneStatus], capacity: int, counts: RunCounts, pending: int | None) -> str:
+    """``3 of 4 lanes busy``, then each spec in flight: its node and since when (or what
+    it waits for), and its worktree."""
+    lines = []
+    for lane in flying:
+        doing = f"node `{lane.node}`" if lane.node else lane.state
+        where = f" · {code_span(lane.worktree)}" if lane.worktree else ""
+        lines.append(
+            f"- **{lane.spec_name}** (`{lane.spec_id}`) · {doing} since {_clock(lane.since)}{where}"
+        )
+    head = f"**Running** · {len(flying)} of {capacity} lanes busy"
+    parts = [f"{head}:", "\n".join(lines)] if lines else [head]
+    return "\n\n".join([*parts, progress(counts, pending)])
+
+
 def blocked(blocker: Blocker) -> str:
     """A paused run: the blocker, its dirty paths, and its ways out as commands."""
     lines = [f"**Paused** ({blocker.kind}): {blocker.message}"]
@@ -74,6 +94,12 @@ def blocked(blocker: Blocker) -> str:
         more = blocker.dirty_count - len(dirty)
         listed = "\n".join(f"- {code_span(path)}" for path in dirty)
         lines.append(f"Dirty paths:\n{listed}" + (f"\n- … and {more} more" if more > 0 else ""))
+    if isinstance(blocker, MergeConflict) and blocker.conflict_paths:
+        conflicts = blocker.conflict_paths
+        more = blocker.conflict_count - len(conflicts)
+        listed = "\n".join(f"- {code_span(path)}" for path in conflicts)
+        tail = f"\n- … and {more} more" if more > 0 else ""
+        lines.append(f"Conflicting paths:\n{listed}{tail}")
     ways = ways_out(blocker)
     if ways:
         lines.append("Ways out:\n" + "\n".join(f"- {way}" for way in ways))

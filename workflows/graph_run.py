@@ -39,7 +39,6 @@ with workflow.unsafe.imports_passed_through():
     from canopy.activities.bookkeeping import RunRecords
     from canopy.activities.hooks import HookActivities
     from canopy.activities.run_state import RunControl
-    from canopy.budget import remaining_usd
     from canopy.contracts.graph_run import (
         GRAPH_RUN_WORKFLOW,
         Ahead,
@@ -69,8 +68,10 @@ with workflow.unsafe.imports_passed_through():
         SpecFailed,
     )
     from canopy.graphs.hooks import HookEvent
+    from canopy.lanes import Closed
     from canopy.workflows import blockers, details
-    from canopy.workflows.node_launch import NodeLauncher, NotLaunched
+    from canopy.workflows.lanes import LaneDrain
+    from canopy.workflows.node_launch import NodeLauncher
     from canopy.workflows.progress import RunProgress
     from canopy.workflows.spec_walk import (
         BUDGET,
@@ -81,11 +82,11 @@ with workflow.unsafe.imports_passed_through():
         Plan,
         SpecEnd,
         continue_as_new_due,
-        where_next,
     )
     from canopy.workflows.steering import Steering
     from canopy.workflows.store_calls import store
     from canopy.workflows.timeouts import GIT_TIMEOUT
+    from canopy.workflows.walk import walk
 
 
 STEERING_BEFORE_CONTINUE_AS_NEW = "steering-before-continue-as-new"
@@ -140,6 +141,10 @@ class GraphRunV2:
         """Run every runnable spec, then settle ``completed`` or ``failed``."""
         self._progress.start(start)
         self._recording = asyncio.create_task(self._record_ignored())
+        if start.lanes > 1:
+            self._launcher.lanes = True
+            settled = await LaneDrain(self, start).run()
+            return settled if settled is not None else await self._reset(start)
         steering = self._steering
         specs_this_execution = 0
         # a fresh run passed the launch guard; a continued one is between two specs
@@ -186,6 +191,11 @@ class GraphRunV2:
             if isinstance(after, str):
                 return after
             plan = after
+        return await self._reset(start)
+
+    async def _reset(self, start: RunInput) -> str:
+        """End the run on a ``reset``: the graph idle again, its specs reopened."""
+        steering = self._steering
         steering.graph_status = "idle"
         await store(RunControl.reset_run, RunRef(run_id=start.run_id))
         steering.moved()
@@ -225,42 +235,14 @@ class GraphRunV2:
         the spec closed."""
         self._progress.show(spec, None)
         self._launcher.guard_next = guard
-        harness_session = plan.harness_session
-        step, budget, node_name = first.step, first.budget, plan.node
-        visits: dict[str, int] = {}
-        while True:
-            if step is None:
-                end = SpecEnd("failed", node_name)
-                break
-            visits[step.name] = visits.get(step.name, 0) + 1
-            if visits[step.name] > step.max_visits:
-                end = SpecEnd("failed", step.name)
-                break
-            over = blockers.over_budget(start.graph_name, spec, step.name, budget)
-            if over is not None:
-                end = SpecEnd(BUDGET, step.name, budget=over, guarded=self._launcher.guard_next)
-                if sum(visits.values()) > 1:
-                    break  # the passage a launch opened closes, the spec pending again
-                self._progress.show(None, None)
-                return end  # nothing launched: no passage to close
-            try:
-                result = await self._launcher.launch(
-                    start, spec, step, visits[step.name], harness_session, remaining_usd(budget)
-                )
-            except NotLaunched as not_launched:
-                self._progress.show(None, None)
-                if not_launched.outcome.taken:
-                    return SpecEnd(TAKEN)
-                return SpecEnd(DIRTY, dirty=not_launched.outcome.dirty)
-            harness_session = None
-            after = where_next(step, result)
-            if isinstance(after, SpecEnd):
-                end = after
-                break
-            node_name = after
-            # the spec is in progress, so the count of pending specs would leave it out
-            following = await self._read_ahead(start, spec, node_name, count_pending=False)
-            step, budget = following.step, following.budget
+        first_step = (first.step, first.budget)
+        end = await walk(
+            self._launcher, self._read_node, start, spec, first_step, plan.node,
+            plan.harness_session,
+        )  # fmt: skip
+        if end.outcome in (TAKEN, DIRTY) or (end.outcome == BUDGET and not end.opened):
+            self._progress.show(None, None)
+            return end  # nothing launched: no passage to close
         # a failed bound-spec run settles, a waiting or parked one reads afresh after
         goes_on = end.outcome == "completed" or (
             end.outcome == "failed" and start.queue_id is not None
@@ -279,19 +261,33 @@ class GraphRunV2:
     # --- what runs next, and closing a spec ---------------------------------------------
 
     async def _read_ahead(
-        self, start: RunInput, spec: NextSpec | None, node: str | None, count_pending: bool = True
+        self,
+        start: RunInput,
+        spec: NextSpec | None,
+        node: str | None,
+        count_pending: bool = True,
+        passing_over: Sequence[str] = (),
+        groups_in_flight: Sequence[str] = (),
     ) -> Ahead:
-        """What runs next, read now (see :class:`ReadAhead`)."""
+        """What runs next, read now (see :class:`ReadAhead`; a run of lanes passes over
+        what it has in flight)."""
         request = ReadAhead(
             run_id=start.run_id,
             graph_id=start.graph_id,
             spec=spec,
             node=node,
             count_pending=count_pending,
+            passing_over=list(passing_over),
+            groups_in_flight=list(groups_in_flight),
         )
         ahead = await store(RunRecords.read_ahead, request)
         self._progress.keep_pending(ahead)
         return ahead
+
+    async def _read_node(self, start: RunInput, spec: NextSpec, node: str) -> Ahead:
+        """Node ``node`` as stored now, for a spec in progress (whose pending count would
+        leave it out, so none is asked for)."""
+        return await self._read_ahead(start, spec, node, count_pending=False)
 
     async def _close(
         self,
@@ -300,8 +296,10 @@ class GraphRunV2:
         outcome: SpecOutcome,
         node: str | None,
         read_ahead: bool,
+        lane: Closed | None = None,
     ) -> SpecClosed:
-        """Close the spec's passage, reading what runs next in the same call if asked."""
+        """Close the spec's passage, reading what runs next in the same call if asked; for
+        a run of lanes, with what became of the spec's ``lane``."""
         request = SpecClose(
             run_id=start.run_id,
             graph_id=start.graph_id,
@@ -310,6 +308,8 @@ class GraphRunV2:
             ended_node=node,
             read_ahead=read_ahead,
             count_pending=self._progress.recount_due(),
+            lane_closed=lane is not None,
+            kept_branch=lane.kept_branch if lane is not None else None,
         )
         closed = await store(RunRecords.close_spec, request)
         if closed.ahead.read:
@@ -464,6 +464,7 @@ class GraphRunV2:
                 plan = Plan(
                     spec=upcoming, node=node, harness_session=harness_session, guarded=guarded
                 )
+            plan.mode = request.mode
             self._progress.status.waiting_for = None
             self._parked = False
             self._progress.mark("running", None)

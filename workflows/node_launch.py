@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         NodeStep,
         RunInput,
     )
+    from canopy.contracts.lanes import LaneRef
     from canopy.graphs.nodemodels import AgentConfig, AgentNode, CommandNode, EnsembleNode
     from canopy.workflows.progress import RunProgress
     from canopy.workflows.spec_walk import NODE_RETRY, HarnessSession, node_activity_timeout
@@ -54,6 +55,9 @@ class NodeLauncher:
         self._progress = progress
         self.guard_next = False
         """Whether the next launch runs the dirty-tree guard (a spec's first, after a boundary)."""
+        self.lanes = False
+        """A run of lanes: a ``stop`` cancels the node of every lane, so a launch leaves it
+        for the run to clear once every lane has ended, instead of spending it."""
         self._launches = 0
         """Launches so far in this execution: with its run id, a launch's key."""
         self._limited_until: dict[str, datetime] = {}
@@ -67,9 +71,11 @@ class NodeLauncher:
         visit: int,
         harness_session: HarnessSession | None,
         budget_usd: float | None = None,
+        lane: LaneRef | None = None,
     ) -> NodeResult:
-        """Run a node; an ensemble fails over to its next member on a usage limit.
-        ``budget_usd`` is what it may still spend (:attr:`NodeDispatch.budget_usd`).
+        """Run a node (in ``lane``'s worktree, for a run of lanes); an ensemble fails over
+        to its next member on a usage limit. ``budget_usd`` is what it may still spend
+        (:attr:`NodeDispatch.budget_usd`).
 
         Members whose platform is still limited are passed over; when every member is
         limited the node ends ``limit_blocked`` with the earliest reset.
@@ -78,7 +84,9 @@ class NodeLauncher:
         members: list[AgentConfig]
         match step.definition:
             case CommandNode():
-                result = await self._run_node(start, spec, step, visit, None, None, budget_usd)
+                result = await self._run_node(
+                    start, spec, step, visit, None, None, budget_usd, lane
+                )
                 return self._progress.counted(result)
             case AgentNode():
                 members, ensemble = [step.definition.agent], False
@@ -93,7 +101,7 @@ class NodeLauncher:
             resume = await self._resume_for(start, spec, step, platform, harness_session)
             result = self._progress.counted(
                 await self._run_node(
-                    start, spec, step, visit, resume, index if ensemble else None, budget_usd
+                    start, spec, step, visit, resume, index if ensemble else None, budget_usd, lane
                 )
             )
             if result.status != "limit_blocked":
@@ -136,6 +144,7 @@ class NodeLauncher:
         resume_session_id: str | None,
         member: int | None,
         budget_usd: float | None,
+        lane: LaneRef | None = None,
     ) -> NodeResult:
         """One node launch, its bookkeeping done by the node activity itself (stoppable by
         signal); :class:`NotLaunched` when the guard or another run's claim kept it back.
@@ -152,7 +161,7 @@ class NodeLauncher:
             graph_id=start.graph_id,
             graph_name=start.graph_name,
             spec_id=spec.spec_id,
-            workdir=start.workdir,
+            workdir=lane.tree if lane is not None else start.workdir,
             node=step.definition,
             ensemble_members=step.ensemble_members,
             resume_session_id=resume_session_id,
@@ -162,6 +171,7 @@ class NodeLauncher:
             spec=spec,
             visit=visit,
             guard=guard,
+            branch=lane.branch if lane is not None else None,
         )
         handle = workflow.start_activity_method(
             NodeActivities.dispatch_node,
@@ -203,5 +213,6 @@ class NodeLauncher:
         even if the node finished before the cancel reached it."""
         if not stopping:
             return result
-        self._steering.stop_requested = False
+        if not self.lanes:
+            self._steering.stop_requested = False
         return result.model_copy(update={"status": "interrupted"})

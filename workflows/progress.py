@@ -17,6 +17,7 @@ with workflow.unsafe.imports_passed_through():
         Ahead,
         HarnessUsage,
         IgnoredSignalRecord,
+        LaneStatus,
         NextSpec,
         NodeResult,
         RunInput,
@@ -46,6 +47,9 @@ class RunProgress:
         """Specs still pending in the run's scope, as last read (for the details)."""
         self._counted_at: datetime | None = None
         """When the pending specs were last counted (see :data:`PENDING_RECOUNT`)."""
+        self._lanes: dict[str, LaneStatus] | None = None
+        """A run of lanes: each spec in flight, by id, in the order they started."""
+        self._capacity = 1
 
     def start(self, start: RunInput) -> None:
         """Begin this execution with the counts the previous one carried over."""
@@ -53,7 +57,14 @@ class RunProgress:
         self._attributes = start.status_attributes
 
     def show(self, spec: NextSpec | None, node: str | None) -> None:
-        """The spec and node in progress (``None``: between them)."""
+        """The spec and node in progress (``None``: between them); in a run of lanes, the
+        node of that spec's lane."""
+        if self._lanes is not None:
+            lane = self._lanes.get(spec.spec_id) if spec is not None else None
+            if lane is not None and lane.node != node:
+                lane.node, lane.since = node, workflow.now()
+            self._show_lanes()
+            return
         self.status.spec_id = spec.spec_id if spec else None
         self.status.spec_name = spec.name if spec else None
         self.status.node = node
@@ -61,6 +72,44 @@ class RunProgress:
             self.set_details(
                 details.running(spec, node, workflow.now(), self.status.counts, self._pending)
             )
+
+    def lanes(self, capacity: int) -> None:
+        """Show lanes from now on: up to ``capacity`` specs in flight at once."""
+        if self._lanes is None:
+            self._lanes = {}
+        self._capacity = capacity
+
+    def lane(
+        self,
+        spec: NextSpec,
+        state: str,
+        worktree: str | None = None,
+        branch: str | None = None,
+    ) -> None:
+        """A spec in flight in a lane, in ``state`` (see :class:`LaneStatus`)."""
+        assert self._lanes is not None
+        known = self._lanes.get(spec.spec_id)
+        if known is None:
+            known = LaneStatus(spec_id=spec.spec_id, spec_name=spec.name, since=workflow.now())
+            self._lanes[spec.spec_id] = known
+        known.state = state  # type: ignore[assignment]  # one of LaneStatus's states
+        known.worktree, known.branch = worktree or known.worktree, branch or known.branch
+        if state != "running":
+            known.node, known.since = None, workflow.now()
+        self._show_lanes()
+
+    def lane_gone(self, spec_id: str) -> None:
+        """A spec no longer in flight (integrated, skipped, failed, stopped)."""
+        assert self._lanes is not None
+        self._lanes.pop(spec_id, None)
+        self._show_lanes()
+
+    def _show_lanes(self) -> None:
+        assert self._lanes is not None
+        self.status.lanes = list(self._lanes.values())
+        self.set_details(
+            details.lanes(self.status.lanes, self._capacity, self.status.counts, self._pending)
+        )
 
     def set_details(self, text: str) -> None:
         """The run's current details in the Temporal UI, with the last ignored signal."""

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
         node_timeout_minutes,
     )
     from canopy.contracts.graph_run_blocker import Budget
+    from canopy.contracts.graph_run_signals import ContinueMode
     from canopy.workdir import WorktreeState
 
 DEFAULT_NODE_TIMEOUT_MINUTES = 24 * 60
@@ -56,6 +57,9 @@ class Plan:
     skip: bool = False
     guarded: bool = True
     """Whether the dirty-tree guard still has to pass (a directed start skips it)."""
+    mode: ContinueMode | None = None
+    """The ``continue_run`` mode the plan came from (a run of lanes tells a recheck from a
+    directed start by it)."""
 
 
 TAKEN = "taken"
@@ -83,6 +87,9 @@ class SpecEnd:
     guarded: bool = False
     """For :data:`BUDGET`: whether the dirty-tree guard is still to run for the spec (no
     node of it launched yet)."""
+    opened: bool = True
+    """For :data:`BUDGET`: whether a node of the spec launched (its passage is open, to
+    close); a budget reached before the first launch leaves nothing to close."""
     ahead: Ahead | None = None
     """What runs next, when it was read as the spec closed."""
 

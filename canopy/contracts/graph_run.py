@@ -22,6 +22,7 @@ from canopy.contracts.graph_run_signals import SIGNAL_STOP as SIGNAL_STOP
 from canopy.contracts.inputs import BareValueAccepted
 from canopy.graphs.hooks import HookEvent
 from canopy.graphs.nodemodels import AgentConfig, AgentNode, EnsembleNode, Node
+from canopy.lanes import IntegrationMode
 from canopy.limits import NODE_TIMEOUT_MINUTES
 from canopy.platforms.usage import HarnessUsage as HarnessUsage  # re-exported: payloads carry it
 from canopy.search_attributes import SEARCH_ATTRIBUTE_BLOCKER, SEARCH_ATTRIBUTE_STATUS
@@ -85,6 +86,17 @@ class RunInput(BaseModel):
     guard left the git checks to the run's host (its workdir is not on the machine that
     started it), so the host checks the tree before the first spec too."""
     counts: RunCounts = Field(default_factory=RunCounts)
+    lanes: int = 1
+    """How many specs the run works on at once (docs/lanes.md). A run of more than one
+    takes the lanes loop (:mod:`canopy.workflows.lanes`); every run recorded before lanes
+    has none, so 1, and drains one spec at a time as it always did."""
+    lanes_fixed: bool = False
+    """Whether ``lanes`` was given for this run (``graph run --lanes``); if not, a run of
+    lanes reads the graph's at each spec start, so an edit takes effect there."""
+    target: str | None = None
+    """The branch lanes integrate into: the one checked out in the workdir at the start."""
+    lanes_started: int = 0
+    """Lanes the run has opened so far, carried over continue-as-new: it numbers lane ids."""
 
 
 class NextSpec(BaseModel):
@@ -195,6 +207,9 @@ class NodeDispatch(NodeTarget):
     spec: NextSpec
     visit: int
     guard: bool = False
+    branch: str | None = None
+    """A lane's branch: ``workdir`` is then the lane's worktree, and the spec's passage
+    records both when the launch claims it."""
 
     def recorded(self, node_run_id: int) -> NodeLaunch:
         """This launch with its node run recorded."""
@@ -245,6 +260,11 @@ class ReadAhead(BaseModel):
     count_pending: bool = True
     """Also count the pending specs (:attr:`Ahead.pending`): on a big queue the count
     costs more than the rest of the read, so a fast run asks for it now and then."""
+    passing_over: list[str] = Field(default_factory=list)
+    """Specs a run of lanes has in flight, and so passes over when it reads the next."""
+    groups_in_flight: list[str] = Field(default_factory=list)
+    """Context groups one of whose members a run of lanes has in flight: their next member
+    waits for it (a group is one lane)."""
 
 
 class Ahead(BaseModel):
@@ -259,6 +279,10 @@ class Ahead(BaseModel):
     spec: NextSpec | None = None
     step: NodeStep | None = None
     allow_dirty_start: bool = False
+    lanes: int = 1
+    """The graph's ``lanes`` as stored now (a run of lanes reads it at each spec start)."""
+    integration: IntegrationMode = "rebase"
+    """The graph's ``integration`` as stored now (read with ``lanes``)."""
     pending: int | None = None
     """How many specs of the run's scope are pending, ``spec`` included (for progress);
     ``None`` when not counted."""
@@ -279,6 +303,10 @@ class SpecClose(BaseModel):
     read_ahead: bool = False
     count_pending: bool = True
     """As :attr:`ReadAhead.count_pending`, when reading ahead."""
+    kept_branch: str | None = None
+    lane_closed: bool = False
+    """A lane's spec: its worktree is gone, and its branch is kept (``kept_branch``, named
+    in the passage) or gone too."""
 
 
 class SpecClosed(BaseModel):
@@ -356,6 +384,19 @@ class LaunchEnd(BaseModel):
     result: NodeResult
 
 
+class LaneStatus(BaseModel):
+    """One spec in flight in a run of lanes: its node (``None`` once its walk ended) and
+    since when, its worktree and branch, and what it is doing."""
+
+    spec_id: str
+    spec_name: str
+    node: str | None = None
+    since: datetime
+    worktree: str | None = None
+    branch: str | None = None
+    state: Literal["running", "waiting to integrate", "integrating", "usage limit"] = "running"
+
+
 class RunStatus(BaseModel):
     """The ``status`` query: what the run is doing right now."""
 
@@ -366,6 +407,8 @@ class RunStatus(BaseModel):
     scheduled_resume_at: datetime | None = None
     waiting_for: str | None = None
     counts: RunCounts = Field(default_factory=RunCounts)
+    lanes: list[LaneStatus] = Field(default_factory=list)
+    """A run of lanes: each spec in flight, in the order they will be integrated."""
 
 
 class ContinueRequest(BaseModel):

@@ -126,7 +126,32 @@ class Budget:
     ways_out: list[str] = field(default_factory=list)
 
 
-Blocker = SpecFailed | DirtyTree | Paused | Stopped | QueueFailed | Budget
+@dataclass(frozen=True, kw_only=True)
+class MergeConflict:
+    """A run of lanes could not integrate a spec: its branch conflicts with the target
+    (the run is ``paused``; docs/lanes.md)."""
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("node",)
+    kind: Literal["merge_conflict"] = "merge_conflict"
+    message: str
+    next_spec: SpecRef | None = None
+    """The spec that was not integrated."""
+    node: str | None = None
+    """The node its walk ended at (left out when not known)."""
+    branch: str | None = None
+    """Its branch, which holds its work."""
+    worktree: str | None = None
+    """Its worktree, where a person may resolve the conflict."""
+    target: str | None = None
+    """The branch it was to be integrated into."""
+    conflict_paths: list[str] = field(default_factory=list)
+    """The first few conflicting paths."""
+    conflict_count: int = 0
+    """How many paths conflict in all."""
+    ways_out: list[str] = field(default_factory=list)
+
+
+Blocker = SpecFailed | DirtyTree | Paused | Stopped | QueueFailed | Budget | MergeConflict
 """Why a graph stopped: what a person reads, and (but for a failure) the ways out."""
 
 _CLASSES: dict[str, type[Blocker]] = {cls.kind: cls for cls in get_args(Blocker)}
@@ -175,7 +200,7 @@ def blocker_json(blocker: Blocker | None) -> dict[str, Any] | None:
 def ways_out(blocker: Blocker) -> list[str]:
     """The commands that get the graph moving again (none after a failure: the run ended)."""
     match blocker:
-        case DirtyTree() | Paused() | Stopped() | Budget():
+        case DirtyTree() | Paused() | Stopped() | Budget() | MergeConflict():
             return blocker.ways_out
         case SpecFailed() | QueueFailed():
             return []

@@ -27,15 +27,17 @@ class LaneRef(BaseModel):
     workdir: str
     target: str
     base: str = ""
+    tree: str = ""
+    """The worktree's path, as the host that made it says (the data dir is the host's)."""
 
     def lane(self) -> Lane:
         """The lane this names."""
-        return Lane(**self.model_dump())
+        return Lane(**self.model_dump(exclude={"tree"}))
 
     @classmethod
     def of(cls, lane: Lane) -> LaneRef:
-        """``lane`` as a payload."""
-        return cls(**asdict(lane))
+        """``lane`` as a payload, its worktree's path with it."""
+        return cls(**asdict(lane), tree=str(lane.tree))
 
 
 class LaneIntegration(BaseModel):

@@ -37,6 +37,7 @@ from canopy.graphs.fields import (
 from canopy.graphs.hookmodels import HOOK_CLASSES, Hook, Hooks
 from canopy.graphs.hooks import SPEC_EVENTS, fold_legacy_on_completed
 from canopy.graphs.nodemodels import NODE_CLASSES, AgentConfig, Ensemble, EnsembleNode, Node
+from canopy.lanes import IntegrationMode
 from canopy.limits import nesting_problem
 from canopy.permissions import Permissions
 
@@ -89,6 +90,9 @@ class GraphDefinition(BaseModel):
     allow_dirty_start: bool = False
     lanes: Lanes = 1
     """How many specs a run works on at once (:mod:`canopy.lanes`); 1: one after another."""
+    integration: IntegrationMode = "rebase"
+    """How a run of lanes lands a spec's work on the target: rebased and fast-forwarded,
+    or as a merge commit."""
     permissions: Permissions | None = None
     """The level its agents run at where a node, member or hook does not say."""
     budget: GraphBudget | None = None

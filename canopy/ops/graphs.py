@@ -47,10 +47,11 @@ if TYPE_CHECKING:
     from canopy.store.queries import Rows
 
 _INSERT_GRAPH = (
-    "INSERT INTO graphs (id, name, workdir, host, allow_dirty_start, lanes, permissions, budget,"
-    " nodes, ensembles, hooks, status, blocker, created_at, updated_at) VALUES (:id, :name,"
-    " :workdir, :host, :allow_dirty_start, :lanes, :permissions, :budget, :nodes, :ensembles,"
-    " :hooks, 'idle', 'null', :created_at, :updated_at)"
+    "INSERT INTO graphs (id, name, workdir, host, allow_dirty_start, lanes, integration,"
+    " permissions, budget, nodes, ensembles, hooks, status, blocker, created_at, updated_at)"
+    " VALUES (:id, :name, :workdir, :host, :allow_dirty_start, :lanes, :integration,"
+    " :permissions, :budget, :nodes, :ensembles, :hooks, 'idle', 'null', :created_at,"
+    " :updated_at)"
 )
 """A new graph's row; ``blocker`` is JSON ``null``, as new graphs have always had it."""
 
@@ -215,6 +216,7 @@ def _definition_columns(graph: GraphDefinition, now: datetime) -> dict[str, Any]
         "host": graph.host,
         "allow_dirty_start": graph.allow_dirty_start,
         "lanes": graph.lanes,
+        "integration": graph.integration,
         "permissions": graph.permissions,
         "budget": graph.budget.stored() if graph.budget is not None else None,
         "nodes": [node.model_dump(exclude_none=True) for node in graph.nodes],
@@ -230,7 +232,7 @@ def _definition_columns(graph: GraphDefinition, now: datetime) -> dict[str, Any]
 def _stored_definition(rows: Rows, graph_id: str) -> dict[str, Any]:
     """The stored graph as a definition, the base an edit's changes are merged into."""
     row = rows(
-        "SELECT name, workdir, host, allow_dirty_start, lanes, permissions,"
+        "SELECT name, workdir, host, allow_dirty_start, lanes, integration, permissions,"
         " CAST(budget AS TEXT) AS budget, CAST(nodes AS TEXT) AS nodes,"
         " CAST(ensembles AS TEXT) AS ensembles, CAST(hooks AS TEXT) AS hooks"
         " FROM graphs WHERE id = :id",
@@ -242,6 +244,7 @@ def _stored_definition(rows: Rows, graph_id: str) -> dict[str, Any]:
         "host": row["host"],
         "allow_dirty_start": bool(row["allow_dirty_start"]),
         "lanes": row["lanes"],
+        "integration": row["integration"],
         "permissions": row["permissions"],
         "budget": queries.stored_json(row["budget"]),
         "nodes": queries.stored_json(row["nodes"]),

@@ -15,7 +15,6 @@ which Temporal lets only one running workflow hold.
 from __future__ import annotations
 
 import asyncio
-import os
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from canopy.errors import Refused, store_errors
 from canopy.graphs.agents import agent_platforms
 from canopy.ids import new_id
 from canopy.limits import LANES, check_range
-from canopy.ops import control, run_metadata
+from canopy.ops import control, run_metadata, start_checks
 from canopy.ops.tuning import run_tuning
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store import queries
@@ -87,6 +86,11 @@ class CheckedStart:
     """The machine holding the workdir: the run's agent work goes to its task queue."""
     tree_checked: bool
     """Whether the git checks ran here; if not, the run's first spec is guarded on the host."""
+    lanes: int = 1
+    lanes_fixed: bool = False
+    """Whether ``lanes`` was given for the run (else it follows the graph's)."""
+    target: str | None = None
+    """For a run of lanes: the branch checked out in the workdir, which it integrates into."""
 
 
 @dataclass(frozen=True)
@@ -154,9 +158,10 @@ def _check_start(
 
     The run goes to ``host``, else the graph's host, else this machine. The git checks run
     on this machine: for a run on another host whose workdir is not here they are left to
-    that host's worker (:func:`_checks_tree_here`). Such a run starts as a continued one
-    does, with the dirty-tree guard before its first spec, so a dirty tree on the host
-    parks it with the usual blocker. ``lanes`` overrides the graph's for this run."""
+    that host's worker (:func:`~canopy.ops.start_checks.checks_tree_here`). Such a run
+    starts as a continued one does, with the dirty-tree guard before its first spec, so a
+    dirty tree on the host parks it with the usual blocker. ``lanes`` overrides the
+    graph's for this run."""
     if lanes is not None:
         check_range(lanes, LANES, "lanes")
     named_host = temporal_client.check_host(host) if host is not None else None
@@ -168,7 +173,7 @@ def _check_start(
         _refuse_if_active(rows, row)
         run_workdir = normalize_workdir(workdir) if workdir is not None else row["workdir"]
         name, allow_dirty_start, graph_host = row["name"], row["allow_dirty_start"], row["host"]
-        _refuse_lanes(name, row["lanes"] if lanes is None else lanes)
+        run_lanes = row["lanes"] if lanes is None else lanes
         platforms = agent_platforms(row["nodes"], row["ensembles"], row["hooks"])
         nothing_to_do = queue_id is None and not rows(
             "SELECT spec_id FROM graph_specs WHERE graph_id = :id LIMIT 1", {"id": graph_id}
@@ -177,8 +182,9 @@ def _check_start(
     if run_workdir is None:
         raise Refused(f"graph {name} has no workdir; pass one with --workdir")
     if run_host == temporal_client.this_host():
-        _refuse_missing_platforms(name, platforms)
-    tree_checked = _checks_tree_here(run_host, run_workdir)
+        start_checks.refuse_missing_platforms(name, platforms)
+    tree_checked = start_checks.checks_tree_here(run_host, run_workdir)
+    target = start_checks.lanes_target(name, run_lanes, run_workdir, tree_checked)
     if tree_checked:
         require_work_tree(run_workdir)
         if not allow_dirty_start:
@@ -194,36 +200,18 @@ def _check_start(
             f"run it over a queue (canopy graph run {name} --queue QUEUE) or bind specs "
             "(graph edit, specs)"
         )
-    return CheckedStart(graph_id, name, queue_id, queue_name, run_workdir, run_host, tree_checked)
-
-
-def _refuse_lanes(graph: str, lanes: int) -> None:
-    """Refuse a run of more than one lane: the engine runs one spec at a time for now
-    (docs/lanes.md), and a setting that silently did nothing would mislead."""
-    if lanes > 1:
-        raise Refused(
-            f"graph {graph}: runs of more than one lane are not supported yet (this run "
-            f"would have {lanes}); run it with --lanes 1 or set the graph's lanes to 1"
-        )
-
-
-def _refuse_missing_platforms(graph: str, platforms: list[str]) -> None:
-    """Refuse a run on this machine whose agents could not launch here: nothing would get
-    done, each spec failing in a fraction of a second."""
-    from canopy.platforms import missing_program
-
-    for platform in platforms:
-        missing = missing_program(platform)
-        if missing is not None:
-            raise Refused(f"graph {graph} needs platform {platform}, but {missing}, or use demo")
-
-
-def _checks_tree_here(host: str, workdir: str) -> bool:
-    """Whether the launch guard checks ``workdir``'s git tree on this machine: always for a
-    run on this host, and for a run on another host when the workdir is here too (that
-    host itself under another name, or a shared mount). Another host's workdir that is
-    not here is that host's worker's to check."""
-    return host == temporal_client.this_host() or os.path.exists(workdir)
+    return CheckedStart(
+        graph_id,
+        name,
+        queue_id,
+        queue_name,
+        run_workdir,
+        run_host,
+        tree_checked,
+        run_lanes,
+        lanes is not None,
+        target,
+    )
 
 
 def _refuse_if_active(rows: Rows, graph: Row) -> None:
@@ -285,6 +273,9 @@ def _record_run(store: Store, checked: CheckedStart) -> PreparedRun:
                 workdir=checked.workdir,
                 agents_task_queue=temporal_client.agents_task_queue(checked.host),
                 continued=not checked.tree_checked,  # then the host guards the first spec
+                lanes=checked.lanes,
+                lanes_fixed=checked.lanes_fixed,
+                target=checked.target,
             ).model_copy(update=run_tuning()),
             workflow_id=workflow_id,
             number=number,

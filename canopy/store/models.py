@@ -103,6 +103,8 @@ class Graph(Base):
     allow_dirty_start: Mapped[bool] = mapped_column(Boolean, default=False)
     lanes: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     """How many specs a run works on at once (docs/lanes.md); 1: one after another."""
+    integration: Mapped[str] = mapped_column(String(16), default="rebase", server_default="rebase")
+    """How a run of lanes lands a spec on the target: ``rebase`` or ``merge``."""
     permissions: Mapped[str | None] = mapped_column(String(16), nullable=True)
     """What its agents may do where a node, member or hook does not say; none: the
     platform's level from config.toml, else ``workspace``."""
@@ -241,6 +243,10 @@ class RunSpec(Base):
     ended_node: Mapped[str | None] = mapped_column(String(200), nullable=True)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    worktree: Mapped[str | None] = mapped_column(String(4096), nullable=True)
+    """A run of lanes: the spec's worktree, while it exists."""
+    branch: Mapped[str | None] = mapped_column(String(400), nullable=True)
+    """A run of lanes: the spec's branch, while it exists (kept when it holds work)."""
 
     __table_args__ = (
         Index("ix_run_specs_run", "run_id", "id"),
