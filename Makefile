@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed-stamp
 CLIS    := node_modules/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install clis demo test lint typecheck pytest bench bench-dispatch bench-delivery constraints clean
+.PHONY: install clis demo test lint typecheck pytest bench bench-dispatch bench-delivery bench-lanes constraints clean
 
 $(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
@@ -47,6 +47,9 @@ bench-dispatch: install
 
 bench-delivery: install
 	$(PY) -m bench.delivery_overhead
+
+bench-lanes: install
+	$(PY) -m bench.lanes
 
 # Re-pin after changing dependencies in pyproject.toml.
 constraints: install
