@@ -14,7 +14,7 @@ from canopy.ops import control, graphs, runs
 from canopy.store.engine import Store
 from tests import engine
 from tests.conftest import make_specs
-from tests.engine import eventually, git, make_graph, make_queue, settle
+from tests.engine import eventually, fake_node, git, make_graph, make_queue, settle
 
 pytestmark = pytest.mark.server
 
@@ -224,3 +224,27 @@ async def test_lanes_in_flight_show_in_graph_info_the_status_query_and_the_detai
     settled = await runs.wait_until_settled(store, graph, engine.SETTLE_TIMEOUT)
     assert settled["status"] == "completed", settled
     assert graphs.graph_get(store, graph)["lanes_in_flight"] == []
+
+
+async def test_a_budget_reached_in_a_lane_parks_the_run_until_raised(
+    serving: Client, store: Store, repo: Path, canopy_home: Path
+) -> None:
+    names = ["a", "b", "c", "d"]
+    make_queue(store, make_specs(store, *names), "costly")
+    work = (
+        "FAKE: usage 1000 200 0 0.6\nFAKE: write out/{{spec_id}}.txt done\n"
+        "FAKE: commit {{spec_name}}"
+    )
+    node = fake_node("implement", work)
+    graph = make_graph(store, repo, [node], "costly", lanes=2, budget={"run": {"usd": 1.0}})
+    await runs.graph_run(store, graph, queue="costly")
+    paused = await runs.wait_until_settled(store, graph, engine.SETTLE_TIMEOUT)
+    assert (paused["status"], paused["blocker"]["kind"]) == ("paused", "budget"), paused
+    landed = len(log(repo)) - 1
+    assert 2 <= landed < len(names), "no node launched once the budget was reached"
+    graphs.graph_edit(store, graph, {"budget": {"run": {"usd": 100}}})
+    await control.graph_continue(store, graph)
+    settled = await runs.wait_until_settled(store, graph, engine.SETTLE_TIMEOUT)
+    assert settled["status"] == "completed", settled
+    assert sorted(log(repo)[1:]) == names
+    assert leftovers(repo, canopy_home) == ([f"worktree {repo}"], ["main"], [])
