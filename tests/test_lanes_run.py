@@ -248,3 +248,54 @@ async def test_a_budget_reached_in_a_lane_parks_the_run_until_raised(
     assert settled["status"] == "completed", settled
     assert sorted(log(repo)[1:]) == names
     assert leftovers(repo, canopy_home) == ([f"worktree {repo}"], ["main"], [])
+
+
+def held_graph(store: Store, repo: Path, tmp_path: Path, name: str) -> tuple[str, Path]:
+    """Three queued specs and a graph of two lanes whose node commits, then holds until
+    ``go`` exists; (graph id, go)."""
+    go = tmp_path / "go"
+    hold = f'i=0; while [ ! -f "{go}" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done'
+    make_queue(store, make_specs(store, "one", "two", "three"), name)
+    nodes = [{"name": "commit", "command": COMMIT}, {"name": "hold", "command": hold}]
+    return make_graph(store, repo, nodes, name, lanes=2), go
+
+
+async def two_holding(store: Store, graph: str) -> None:
+    def holding() -> bool:
+        lanes = graphs.graph_get(store, graph)["lanes_in_flight"]
+        return len(lanes) == 2 and all(lane["node"] == "hold" for lane in lanes)
+
+    await eventually(holding, "two lanes at node hold")
+
+
+async def test_a_stop_pauses_every_lane_and_a_continue_runs_them_afresh(
+    serving: Client, store: Store, repo: Path, tmp_path: Path, canopy_home: Path
+) -> None:
+    graph, go = held_graph(store, repo, tmp_path, "stopped")
+    await runs.graph_run(store, graph, queue="stopped")
+    await two_holding(store, graph)
+    await control.graph_stop(store, graph)
+    paused = await runs.wait_until_settled(store, graph, engine.SETTLE_TIMEOUT)
+    assert (paused["status"], paused["blocker"]["kind"]) == ("paused", "stopped"), paused
+    _, branches, lanes = leftovers(repo, canopy_home)
+    assert lanes == [] and len(branches) == 3, "lanes removed, branches with commits kept"
+    assert log(repo) == ["initial"]
+    go.touch()
+    await control.graph_continue(store, graph)
+    settled = await runs.wait_until_settled(store, graph, engine.SETTLE_TIMEOUT)
+    assert settled["status"] == "completed", settled
+    assert sorted(log(repo)[1:]) == ["one", "three", "two"]
+
+
+async def test_a_reset_removes_every_lane_of_the_run(
+    serving: Client, store: Store, repo: Path, tmp_path: Path, canopy_home: Path
+) -> None:
+    graph, _ = held_graph(store, repo, tmp_path, "reset")
+    started = await runs.graph_run(store, graph, queue="reset")
+    await two_holding(store, graph)
+    await control.graph_reset(store, graph)
+    await serving.get_workflow_handle(started["workflow_id"]).result()
+    assert graphs.graph_get(store, graph)["status"] == "idle"
+    _, branches, lanes = leftovers(repo, canopy_home)
+    assert lanes == [] and len(branches) == 3, "lanes removed, branches with commits kept"
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
