@@ -181,7 +181,7 @@ def load_step(graph: Mapping[str, Any], node_name: str | None) -> NodeStep | Non
         name=node.name,
         definition=node,
         ensemble_members=members,
-        next_node=node.next or default_next(stored, index),
+        next_node=node.next or default_next(stored, index, graph.get("conflict_resolver")),
         on_failure=node.on_failure,
         max_visits=node.max_visits or DEFAULT_MAX_VISITS,
         timeout_minutes=node.timeout_minutes,
@@ -352,6 +352,7 @@ def _ahead(
         allow_dirty_start=graph["allow_dirty_start"],
         lanes=graph["lanes"],
         integration=graph["integration"],
+        conflict_resolver=graph["conflict_resolver"],
         pending=_pending_count(rows, run_id) if count_pending else None,
         budget=_budget_state(rows, run_id, upcoming, graph),
     )

@@ -93,9 +93,11 @@ def _show_lanes(info: GraphInfo) -> None:
 
 
 def _lanes(info: GraphInfo) -> str:
-    """``4 (merge)``: the lanes, and how a run of lanes lands its specs when it may."""
-    lands = info.lanes > 1 or info.integration != "rebase"
-    return f"{info.lanes} ({info.integration})" if lands else str(info.lanes)
+    """``4 (merge, conflicts to resolve)``: the lanes, and how a run of lanes lands its
+    specs (and the node it sends a conflict to) when it may."""
+    lands = info.lanes > 1 or info.integration != "rebase" or info.conflict_resolver
+    resolver = f", conflicts to {info.conflict_resolver}" if info.conflict_resolver else ""
+    return f"{info.lanes} ({info.integration}{resolver})" if lands else str(info.lanes)
 
 
 def _show_facts(info: GraphInfo) -> None:
@@ -125,7 +127,7 @@ def _show_nodes(info: GraphInfo) -> None:
     """Nodes with their transitions spelled out, defaults included."""
     rows = []
     for index, node in enumerate(info.nodes):
-        following = default_next(info.nodes, index) or "(spec completes)"
+        following = default_next(info.nodes, index, info.conflict_resolver) or "(spec completes)"
         timeout = node.get("timeout_minutes")
         rows.append(
             [

@@ -299,3 +299,34 @@ async def test_a_reset_removes_every_lane_of_the_run(
     _, branches, lanes = leftovers(repo, canopy_home)
     assert lanes == [] and len(branches) == 3, "lanes removed, branches with commits kept"
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+async def test_a_conflict_resolver_node_lands_a_conflicting_spec_without_a_pause(
+    serving: Client, store: Store, repo: Path, tmp_path: Path, canopy_home: Path
+) -> None:
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    first, second = make_specs(store, "first", "second")
+    make_queue(store, [first, second], "resolved")
+    resolve = {
+        "name": "resolve",
+        "command": 'git rebase -q main || { printf "both\\n" > README.md && git add README.md'
+        " && GIT_EDITOR=true git rebase --continue; }",
+    }
+    nodes = [
+        {"name": "wait", "command": barrier(gate, 2)},
+        {"name": "edit", "command": EDIT_README},
+        resolve,
+    ]
+    graph = make_graph(
+        store, repo, nodes, "resolved", lanes=2, conflict_resolver="resolve"
+    )  # fmt: skip
+    result = await settle(serving, store, graph, queue="resolved")
+    assert result["status"] == "completed", result
+    assert log(repo) == ["initial", "first", "second"]
+    assert (repo / "README.md").read_text() == "both\n"
+    runs_of = [(n["spec_id"], n["node"]) for n in graphs.graph_get(store, graph)["node_runs"]]
+    assert sorted(runs_of) == sorted(
+        [(first, "wait"), (first, "edit"), (second, "wait"), (second, "edit"), (second, "resolve")]
+    ), "the resolver runs only when sent to"
+    assert leftovers(repo, canopy_home) == ([f"worktree {repo}"], ["main"], [])

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from canopy.activities.bookkeeping import load_step
 from canopy.errors import Refused
 from canopy.graphs.parse import parse_definition
 from canopy.ops import graphs, runs
 from canopy.ops.graph_info import stored_graph_info
 from canopy.store.engine import Store
+from canopy.store.queries import graph_record
 from tests.conftest import make_specs, snapshot
 from tests.engine import git, make_graph, make_queue
 
@@ -62,6 +64,26 @@ def test_an_integration_other_than_rebase_or_merge_is_refused(store: Store, repo
         "graph definition refused: integration: Input should be 'rebase' or 'merge'"
     )
     assert snapshot(store) == before
+
+
+def test_a_conflict_resolver_must_name_a_node_and_runs_only_when_sent_to(
+    store: Store, repo: Path
+) -> None:
+    nodes = [{"name": "work", "command": "true"}, {"name": "fix", "command": "true"}]
+    make_graph(store, repo, nodes, "wide", lanes=2)
+    before = snapshot(store)
+    with pytest.raises(Refused) as refused:
+        graphs.graph_edit(store, "wide", {"conflict_resolver": "nope"})
+    assert refused.value.message == (
+        "graph definition refused: conflict_resolver names unknown node 'nope'; nodes: work, fix"
+    )
+    assert snapshot(store) == before
+    edited = graphs.graph_edit(store, "wide", {"conflict_resolver": "fix"})
+    assert edited["conflict_resolver"] == "fix"
+    with store.transaction() as rows:
+        graph = graph_record(rows, edited["id"])
+    step = load_step(graph, "work")
+    assert step is not None and step.next_node is None, "work completes the spec"
 
 
 def test_a_run_takes_the_graph_s_lanes_or_its_own(store: Store, repo: Path) -> None:

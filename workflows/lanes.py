@@ -132,6 +132,8 @@ class Flight:
     lane: LaneRef
     walk: "asyncio.Task[SpecEnd]"
     end: SpecEnd | None = None
+    resolving: bool = False
+    """Whether the spec was sent to the graph's conflict resolver (it is, once)."""
 
 
 class LaneDrain:
@@ -146,6 +148,8 @@ class LaneDrain:
         self._capacity = start.lanes
         self._integration: IntegrationMode = "rebase"
         """The graph's ``integration`` as read at the latest spec start."""
+        self._resolver: str | None = None
+        """The graph's ``conflict_resolver`` as read at the latest spec start."""
         self._group_lanes: dict[str, str] = {}
         """Each context group's lane id: its members run one after another at one path."""
         self._directed: Plan | None = None
@@ -267,7 +271,7 @@ class LaneDrain:
                 )
             if ahead.spec is None:  # nothing to start (and no graph read)
                 return
-            self._integration = ahead.integration
+            self._integration, self._resolver = ahead.integration, ahead.conflict_resolver
             if not start.lanes_fixed:
                 self._capacity = ahead.lanes
                 host._progress.lanes(self._capacity)
@@ -336,8 +340,20 @@ class LaneDrain:
             return SpecEnd("failed", node)
         self._flights[seq].lane = opened
         host._progress.lane(spec, "running", opened.tree, opened.branch)
+        return await self._walk_in(spec, opened, first, node, harness_session)
+
+    async def _walk_in(
+        self,
+        spec: NextSpec,
+        lane: LaneRef,
+        first: FirstStep,
+        node: str | None,
+        harness_session: HarnessSession | None,
+    ) -> SpecEnd:
+        """Walk the spec's nodes from ``first`` in its lane, waiting out usage limits."""
+        host, start = self._host, self._start
         launcher, read = host._launcher, host._read_node
-        end = await walk(launcher, read, start, spec, first, node, harness_session, opened)
+        end = await walk(launcher, read, start, spec, first, node, harness_session, lane)
         while end.outcome == "limit_blocked" and end.resume_at is not None:
             host._progress.lane(spec, "usage limit")
             if await host._wait_out_limit(start, end.resume_at, end.limit):
@@ -347,7 +363,7 @@ class LaneDrain:
             ahead = await host._read_node(start, spec, end.node)
             again = (ahead.step, ahead.budget)
             end = await walk(
-                launcher, read, start, spec, again, end.node, end.harness_session, opened
+                launcher, read, start, spec, again, end.node, end.harness_session, lane
             )
         return end
 
@@ -361,6 +377,8 @@ class LaneDrain:
             if not flight.walk.done() or flight.end is not None:
                 continue
             end = flight.walk.result()
+            if flight.resolving and end.outcome == "failed":  # the resolver gave up:
+                end = SpecEnd("completed", end.node)  # integrating again says what is left
             if end.outcome == "completed":
                 flight.end = end
                 self._host._progress.lane(flight.spec, "waiting to integrate")
@@ -400,6 +418,9 @@ class LaneDrain:
                 workflow.logger.warning("%s not integrated: %s", flight.spec.spec_id, error.cause)
                 await self._close(flight.spec, "failed", flight.end.node, flight)
                 continue
+            if answer.outcome == "conflict" and self._resolver and not flight.resolving:
+                await self._send_to_resolver(flight, self._resolver)
+                return True
             if answer.outcome == "integrated":
                 await self._close(flight.spec, "completed", flight.end.node, flight)
                 if not self._holding():  # the lane is free: fill it before the next lands
@@ -408,6 +429,17 @@ class LaneDrain:
             await self._blocked(flight, answer)
             return True
         return False
+
+    async def _send_to_resolver(self, flight: Flight, resolver: str) -> None:
+        """Walk a conflicting spec again in its lane, from the graph's conflict resolver;
+        it keeps its place in the order, and is integrated again once that walk ends."""
+        host = self._host
+        flight.resolving, flight.end = True, None
+        ahead = await host._read_node(self._start, flight.spec, resolver)
+        first = (ahead.step, ahead.budget)
+        host._progress.lane(flight.spec, "running")
+        walking = self._walk_in(flight.spec, flight.lane, first, resolver, None)
+        flight.walk = asyncio.create_task(walking)
 
     async def _blocked(self, flight: Flight, answer: Integration) -> None:
         """Park on a spec that could not be integrated (a conflict, a dirty tree), then

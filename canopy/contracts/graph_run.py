@@ -283,6 +283,8 @@ class Ahead(BaseModel):
     """The graph's ``lanes`` as stored now (a run of lanes reads it at each spec start)."""
     integration: IntegrationMode = "rebase"
     """The graph's ``integration`` as stored now (read with ``lanes``)."""
+    conflict_resolver: str | None = None
+    """The graph's ``conflict_resolver`` as stored now (read with ``lanes``)."""
     pending: int | None = None
     """How many specs of the run's scope are pending, ``spec`` included (for progress);
     ``None`` when not counted."""

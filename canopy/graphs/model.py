@@ -30,6 +30,7 @@ from canopy.graphs.fields import (
     GraphName,
     HostName,
     Lanes,
+    NodeName,
     Text,
     Workdir,
     not_empty,
@@ -93,6 +94,9 @@ class GraphDefinition(BaseModel):
     integration: IntegrationMode = "rebase"
     """How a run of lanes lands a spec's work on the target: rebased and fast-forwarded,
     or as a merge commit."""
+    conflict_resolver: NodeName | None = None
+    """The node a run of lanes sends a spec whose work conflicts with the target to, once,
+    before it pauses; it runs only when sent to (none: a conflict pauses the run)."""
     permissions: Permissions | None = None
     """The level its agents run at where a node, member or hook does not say."""
     budget: GraphBudget | None = None
@@ -140,6 +144,9 @@ def _graph_problem(graph: GraphDefinition) -> str | None:
         problem = _reference_problem(node, names, graph.ensembles)
         if problem is not None:
             return f"node {node.name}: {problem}"
+    resolver = graph.conflict_resolver
+    if resolver is not None and resolver not in names:
+        return f"conflict_resolver names unknown node {resolver!r}; nodes: {', '.join(names)}"
     return None
 
 

@@ -254,6 +254,9 @@ class GraphInfo:
     integration: str
     """How a run of lanes lands a spec's work on the target: ``rebase`` (rebased onto its
     tip and fast-forwarded) or ``merge`` (a merge commit)."""
+    conflict_resolver: str | None
+    """The node a run of lanes sends a conflicting spec to before it pauses (none: it
+    pauses)."""
     permissions: str | None
     """What its agents may do where a node, member or hook does not say (none: the
     platform's level in config.toml, else ``workspace``)."""
@@ -313,7 +316,7 @@ def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphI
     naming ``ref`` (what the user typed), if it does not exist."""
     found = rows(
         "SELECT id, name, status, workdir, host, allow_dirty_start, lanes, integration,"
-        " permissions,"
+        " conflict_resolver, permissions,"
         " CAST(budget AS TEXT) AS budget, CAST(blocker AS TEXT) AS blocker,"
         " CAST(hooks AS TEXT) AS hooks, CAST(nodes AS TEXT) AS nodes,"
         " CAST(ensembles AS TEXT) AS ensembles, created_at, updated_at"
@@ -339,6 +342,7 @@ def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphI
         allow_dirty_start=bool(row["allow_dirty_start"]),
         lanes=row["lanes"],
         integration=row["integration"],
+        conflict_resolver=row["conflict_resolver"],
         permissions=row["permissions"],
         budget=budget,
         budget_spent=budget_spent(rows, runs[0].id) if budget and runs else None,

@@ -48,10 +48,10 @@ if TYPE_CHECKING:
 
 _INSERT_GRAPH = (
     "INSERT INTO graphs (id, name, workdir, host, allow_dirty_start, lanes, integration,"
-    " permissions, budget, nodes, ensembles, hooks, status, blocker, created_at, updated_at)"
-    " VALUES (:id, :name, :workdir, :host, :allow_dirty_start, :lanes, :integration,"
-    " :permissions, :budget, :nodes, :ensembles, :hooks, 'idle', 'null', :created_at,"
-    " :updated_at)"
+    " conflict_resolver, permissions, budget, nodes, ensembles, hooks, status, blocker,"
+    " created_at, updated_at) VALUES (:id, :name, :workdir, :host, :allow_dirty_start, :lanes,"
+    " :integration, :conflict_resolver, :permissions, :budget, :nodes, :ensembles, :hooks,"
+    " 'idle', 'null', :created_at, :updated_at)"
 )
 """A new graph's row; ``blocker`` is JSON ``null``, as new graphs have always had it."""
 
@@ -217,6 +217,7 @@ def _definition_columns(graph: GraphDefinition, now: datetime) -> dict[str, Any]
         "allow_dirty_start": graph.allow_dirty_start,
         "lanes": graph.lanes,
         "integration": graph.integration,
+        "conflict_resolver": graph.conflict_resolver,
         "permissions": graph.permissions,
         "budget": graph.budget.stored() if graph.budget is not None else None,
         "nodes": [node.model_dump(exclude_none=True) for node in graph.nodes],
@@ -232,7 +233,8 @@ def _definition_columns(graph: GraphDefinition, now: datetime) -> dict[str, Any]
 def _stored_definition(rows: Rows, graph_id: str) -> dict[str, Any]:
     """The stored graph as a definition, the base an edit's changes are merged into."""
     row = rows(
-        "SELECT name, workdir, host, allow_dirty_start, lanes, integration, permissions,"
+        "SELECT name, workdir, host, allow_dirty_start, lanes, integration, conflict_resolver,"
+        " permissions,"
         " CAST(budget AS TEXT) AS budget, CAST(nodes AS TEXT) AS nodes,"
         " CAST(ensembles AS TEXT) AS ensembles, CAST(hooks AS TEXT) AS hooks"
         " FROM graphs WHERE id = :id",
@@ -245,6 +247,7 @@ def _stored_definition(rows: Rows, graph_id: str) -> dict[str, Any]:
         "allow_dirty_start": bool(row["allow_dirty_start"]),
         "lanes": row["lanes"],
         "integration": row["integration"],
+        "conflict_resolver": row["conflict_resolver"],
         "permissions": row["permissions"],
         "budget": queries.stored_json(row["budget"]),
         "nodes": queries.stored_json(row["nodes"]),

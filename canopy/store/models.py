@@ -105,6 +105,8 @@ class Graph(Base):
     """How many specs a run works on at once (docs/lanes.md); 1: one after another."""
     integration: Mapped[str] = mapped_column(String(16), default="rebase", server_default="rebase")
     """How a run of lanes lands a spec on the target: ``rebase`` or ``merge``."""
+    conflict_resolver: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    """The node a run of lanes sends a conflicting spec to; none: the run pauses."""
     permissions: Mapped[str | None] = mapped_column(String(16), nullable=True)
     """What its agents may do where a node, member or hook does not say; none: the
     platform's level from config.toml, else ``workspace``."""

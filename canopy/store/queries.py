@@ -114,7 +114,8 @@ def graph_record(rows: Rows, graph_id: str) -> Row:
     blocker, budget) decoded and ``allow_dirty_start`` a bool. Raises if there is no such
     graph."""
     (row,) = rows(
-        "SELECT id, name, workdir, host, allow_dirty_start, lanes, integration, permissions,"
+        "SELECT id, name, workdir, host, allow_dirty_start, lanes, integration,"
+        " conflict_resolver, permissions,"
         " status, updated_at,"
         " CAST(budget AS TEXT) AS budget, CAST(nodes AS TEXT) AS nodes,"
         " CAST(ensembles AS TEXT) AS ensembles, CAST(hooks AS TEXT) AS hooks,"

@@ -4,4 +4,4 @@ A test checks it equals the head of ``canopy/store/migrations``; bump it with ev
 migration.
 """
 
-HEAD_REVISION = "0017"
+HEAD_REVISION = "0018"

@@ -44,7 +44,8 @@ Definition = Annotated[
     Field(
         description="The graph definition as a JSON object (docs/graphs.md): the whole "
         "definition for create; for update only the fields to replace (nodes, specs, "
-        "ensembles, name, workdir, host, allow_dirty_start, lanes, integration, hooks — each "
+        "ensembles, name, workdir, host, allow_dirty_start, lanes, integration, "
+        "conflict_resolver, hooks — each "
         "event named replaces that event's list — or the legacy top-level on_completed hook)."
     ),
 ]
