@@ -29,6 +29,7 @@ from canopy.lanes import (
 )
 from canopy.ops import graphs, runs, worktrees
 from canopy.store.engine import Store
+from tests.cli_helpers import run_canopy
 from tests.conftest import make_specs
 from tests.engine import git, make_queue
 
@@ -309,3 +310,22 @@ def test_prune_removes_lanes_of_runs_that_are_over_and_nothing_else(
     }
     assert found_lanes() == [alive]
     assert (tmp_path / "mine").is_dir() and "mine" in branches(repo)
+
+
+def test_the_worktree_commands_list_and_prune_from_the_cli(repo: Path, home: Path) -> None:
+    made = open_lane(lane(repo, 1))
+    commit(made.tree, "a.txt", "a\n")
+    listed = run_canopy(home, "worktree", "list", "--json")
+    assert listed.code == 0, listed.stderr
+    assert [(row["branch"], row["run_status"]) for row in json.loads(listed.stdout)] == [
+        (made.branch, None)
+    ]
+    table = run_canopy(home, "worktree", "list")
+    assert made.branch in table.stdout and "(gone)" in table.stdout
+    pruned = run_canopy(home, "worktree", "prune")
+    assert pruned.code == 0, pruned.stderr
+    assert pruned.stdout.splitlines() == [
+        "removed 1 lane worktree(s)",
+        f"kept branch {made.branch}: it holds commits its target does not have",
+    ]
+    assert json.loads(run_canopy(home, "worktree", "list", "--json").stdout) == []
