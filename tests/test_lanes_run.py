@@ -10,7 +10,7 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client
 
 from canopy.contracts.graph_run import RunStatus
-from canopy.ops import control, graphs, runs
+from canopy.ops import control, graphs, queues, runs
 from canopy.store.engine import Store
 from tests import engine
 from tests.conftest import make_specs
@@ -330,3 +330,26 @@ async def test_a_conflict_resolver_node_lands_a_conflicting_spec_without_a_pause
         [(first, "wait"), (first, "edit"), (second, "wait"), (second, "edit"), (second, "resolve")]
     ), "the resolver runs only when sent to"
     assert leftovers(repo, canopy_home) == ([f"worktree {repo}"], ["main"], [])
+
+
+async def test_a_context_group_is_one_lane_its_members_in_order_at_one_path(
+    serving: Client, store: Store, repo: Path, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen.txt"
+    g1, g2, u1 = make_specs(store, "g1", "g2", "u1")
+    queue = queues.queue_create(store, "grouped")["id"]
+    queues.queue_add_spec(store, queue, g1, group="auth")
+    queues.queue_add_spec(store, queue, g2, group="auth")
+    queues.queue_add_spec(store, queue, u1)
+    record = (
+        f'echo "$CANOPY_SPEC_NAME $CANOPY_WORKDIR $(git log --format=%s | paste -sd,)" >> "{seen}"'
+    )
+    nodes = [{"name": "look", "command": record}, {"name": "commit", "command": COMMIT}]
+    graph = make_graph(store, repo, nodes, "grouped", lanes=3)
+    result = await settle(serving, store, graph, queue="grouped")
+    assert result["status"] == "completed", result
+    lines = {line.split()[0]: line.split()[1:] for line in seen.read_text().splitlines()}
+    assert lines["g1"][0] == lines["g2"][0] != lines["u1"][0], "the group shares one lane path"
+    assert "g1" in lines["g2"][1].split(","), "g2 started from the target once g1 was in it"
+    assert "g2" not in lines["g1"][1].split(",")
+    assert log(repo).index("g1") < log(repo).index("g2")
