@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from canopy.budget import Spent
 from canopy.contracts.graph_run_blocker import Blocker, stored_blocker
 from canopy.errors import Refused
+from canopy.ops.lane_info import KeptBranch, LaneInfo, kept_branches, lanes_in_flight
 from canopy.ops.usage import budget_spent, usage_by
 from canopy.statuses import ACTIVE_RUN_STATUSES
 from canopy.store.queries import resolve_id, stored_json
@@ -211,29 +212,6 @@ class QueueProgress:
     members: list[QueueMemberProgress]
 
 
-@dataclass(frozen=True)
-class LaneInfo:
-    """A spec in flight in the active run's lanes: the node running now and since when
-    (none between nodes, or while its work waits to be integrated), its worktree and its
-    branch."""
-
-    spec_id: str
-    spec_name: str | None
-    node: str | None
-    since: str | None
-    worktree: str
-    branch: str | None
-
-
-@dataclass(frozen=True)
-class KeptBranch:
-    """A branch a run of lanes kept when it removed a spec's lane: it holds commits the
-    target does not have (a failed or skipped spec's work), for a person to look at."""
-
-    spec_id: str
-    branch: str
-
-
 @dataclass
 class GraphInfo:
     """One graph: definition, bound specs, run record and, for a graph the store calls
@@ -357,8 +335,8 @@ def read_graph_info(rows: Rows, graph_id: str, ref: str | None = None) -> GraphI
         spec_usage=_spec_usage(rows, runs[0].id, node_runs) if runs else [],
         completion_hook_runs=_hook_runs(rows, graph_id),
         queue_progress=_queue_progress(rows, runs),
-        lanes_in_flight=_lanes_in_flight(rows, active.id) if active else [],
-        kept_branches=_kept_branches(rows, runs[0].id) if runs else [],
+        lanes_in_flight=lanes_in_flight(rows, active.id) if active else [],
+        kept_branches=kept_branches(rows, runs[0].id) if runs else [],
         scheduled_resume_at=to_iso(resume_at[active.id]) if active else None,
         consistency_warning=None,
         created_at=to_iso(row["created_at"]),
@@ -537,46 +515,3 @@ def _queue_progress(rows: Rows, runs: list[RunInfo]) -> QueueProgress | None:
         queue_name=queue[0]["name"] if queue else None,
         members=list(members.values()),
     )
-
-
-def _lanes_in_flight(rows: Rows, run_id: str) -> list[LaneInfo]:
-    """The run's open passages that have a worktree, with the node each runs now."""
-    passages = rows(
-        "SELECT p.spec_id, s.name, p.worktree, p.branch, p.started_at"
-        " FROM run_specs p LEFT JOIN specs s ON s.id = p.spec_id"
-        " WHERE p.run_id = :run_id AND p.outcome IS NULL AND p.worktree IS NOT NULL"
-        " ORDER BY p.id",
-        {"run_id": run_id},
-    )
-    running = {
-        node_run["spec_id"]: node_run
-        for node_run in rows(
-            "SELECT spec_id, node, started_at FROM node_runs"
-            " WHERE run_id = :run_id AND status = 'running' ORDER BY id",
-            {"run_id": run_id},
-        )
-    }
-    lanes = []
-    for passage in passages:
-        node_run = running.get(passage["spec_id"])
-        lanes.append(
-            LaneInfo(
-                spec_id=passage["spec_id"],
-                spec_name=passage["name"],
-                node=node_run["node"] if node_run else None,
-                since=to_iso(node_run["started_at"] if node_run else passage["started_at"]),
-                worktree=passage["worktree"],
-                branch=passage["branch"],
-            )
-        )
-    return lanes
-
-
-def _kept_branches(rows: Rows, run_id: str) -> list[KeptBranch]:
-    """The branches the run's closed passages still name: kept because they hold work."""
-    found = rows(
-        "SELECT spec_id, branch FROM run_specs WHERE run_id = :run_id"
-        " AND outcome IS NOT NULL AND branch IS NOT NULL ORDER BY ended_at, id",
-        {"run_id": run_id},
-    )
-    return [KeptBranch(spec_id=row["spec_id"], branch=row["branch"]) for row in found]
