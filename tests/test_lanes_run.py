@@ -353,3 +353,20 @@ async def test_a_context_group_is_one_lane_its_members_in_order_at_one_path(
     assert "g1" in lines["g2"][1].split(","), "g2 started from the target once g1 was in it"
     assert "g2" not in lines["g1"][1].split(",")
     assert log(repo).index("g1") < log(repo).index("g2")
+
+
+async def test_a_pause_lets_the_lanes_finish_then_parks_until_continue(
+    serving: Client, store: Store, repo: Path, tmp_path: Path
+) -> None:
+    graph, go = held_graph(store, repo, tmp_path, "paused")
+    await runs.graph_run(store, graph, queue="paused")
+    await two_holding(store, graph)
+    await control.graph_pause(store, graph, wait=0)
+    go.touch()
+    paused = await runs.wait_until_settled(store, graph, engine.SETTLE_TIMEOUT)
+    assert (paused["status"], paused["blocker"]["kind"]) == ("paused", "paused"), paused
+    assert len(log(repo)) == 3, "the two specs in flight landed; the third did not start"
+    await control.graph_continue(store, graph)
+    settled = await runs.wait_until_settled(store, graph, engine.SETTLE_TIMEOUT)
+    assert settled["status"] == "completed", settled
+    assert sorted(log(repo)[1:]) == ["one", "three", "two"]

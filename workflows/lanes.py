@@ -220,13 +220,14 @@ class LaneDrain:
             elif plan.spec is not None:
                 self._directed = plan  # at the node the budget kept back, or as directed
             return None
-        ahead = await host._read_ahead(start, None, None)
-        if ahead.spec is None and self._directed is None:
+        directed = self._directed.spec if self._directed is not None else None
+        upcoming = directed or (await host._read_ahead(start, None, None)).spec
+        if upcoming is None:
             return await host._settle_drained(start)
-        if host._steering.pause_requested and ahead.spec is not None:
+        if host._steering.pause_requested:
             host._steering.pause_requested = False
-            await host._park(start, blockers.paused(start.graph_name, ahead.spec))
-            await self._continued(ahead.spec, None)
+            await host._park(start, blockers.paused(start.graph_name, upcoming))
+            await self._continued(upcoming, None)
             return None
         if continue_as_new_due(start, self._started_this_execution):
             counts = host._progress.status.counts
