@@ -14,7 +14,7 @@ from canopy.ops import control, graphs, queues, runs
 from canopy.store.engine import Store
 from tests import engine
 from tests.conftest import make_specs
-from tests.engine import eventually, fake_node, git, make_graph, make_queue, settle
+from tests.engine import agent_runs, eventually, fake_node, git, make_graph, make_queue, settle
 
 pytestmark = pytest.mark.server
 
@@ -353,6 +353,32 @@ async def test_a_context_group_is_one_lane_its_members_in_order_at_one_path(
     assert "g1" in lines["g2"][1].split(","), "g2 started from the target once g1 was in it"
     assert "g2" not in lines["g1"][1].split(",")
     assert log(repo).index("g1") < log(repo).index("g2")
+
+
+async def test_a_groups_specs_share_their_warm_agent_session_in_their_lane(
+    serving: Client, store: Store, repo: Path, record: Path
+) -> None:
+    """The reference's warm session holds in a run of lanes: each later member of a
+    context group resumes the session its sibling left, at the lane's one path, while an
+    ungrouped spec in another lane starts its own."""
+    g1, g2, loner = make_specs(store, "g1", "g2", "loner")
+    queue = queues.queue_create(store, "warm")["id"]
+    queues.queue_add_spec(store, queue, g1, group="auth")
+    queues.queue_add_spec(store, queue, g2, group="auth")
+    queues.queue_add_spec(store, queue, loner)
+    implement = fake_node(
+        "implement", "FAKE: write out/{{spec_id}}.txt x\nFAKE: commit {{spec_id}}"
+    )
+    graph = make_graph(store, repo, [implement], "warm", lanes=2)
+    result = await settle(serving, store, graph, queue="warm")
+    assert result["status"] == "completed", result
+    by_spec = {r["prompt"].splitlines()[0]: r for r in agent_runs(record)}
+    assert by_spec["g1"]["resumed"] is None
+    assert by_spec["g2"]["resumed"] == by_spec["g1"]["session_id"]
+    assert by_spec["loner"]["resumed"] is None
+    landed = log(repo)[1:]  # the fake agent's commits carry the spec's id
+    assert sorted(landed) == sorted([g1, g2, loner])
+    assert landed.index(g1) < landed.index(g2)
 
 
 async def test_a_pause_lets_the_lanes_finish_then_parks_until_continue(
