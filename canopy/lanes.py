@@ -22,7 +22,7 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -176,7 +176,10 @@ def target_branch(workdir: str) -> str:
 def open_lane(lane: Lane) -> Lane:
     """The lane's worktree on its branch from the target's current tip; ``lane`` with its
     ``base``. An earlier attempt's lane is found and returned as it is; a half-made one
-    (a crash inside ``git worktree add``) is made again."""
+    (a crash inside ``git worktree add``) is made again. A lane with no ``target`` (a run
+    started away from its workdir's host) takes the branch checked out in the workdir."""
+    if not lane.target:
+        lane = replace(lane, target=target_branch(lane.workdir))
     found = _read_lane(lane.directory)
     if found is not None and _same_lane(found, lane) and _on_branch(found):
         return found

@@ -28,7 +28,15 @@ from canopy.temporal import client as temporal_client
 from tests import engine
 from tests.cli_helpers import run_canopy
 from tests.conftest import make_specs, snapshot
-from tests.engine import SETTLE_TIMEOUT, eventually, git_repo, make_graph, running_workers
+from tests.engine import (
+    SETTLE_TIMEOUT,
+    eventually,
+    git,
+    git_repo,
+    make_graph,
+    make_queue,
+    running_workers,
+)
 
 pytestmark = pytest.mark.server
 
@@ -295,3 +303,31 @@ async def test_the_hosts_worker_checks_a_workdir_that_was_not_here_at_the_start(
         )
         assert graphs.graph_get(store, graph)["node_runs"] == [], "no node ran on it"
         await control.graph_reset(store, graph)
+
+
+async def test_a_run_of_lanes_started_away_from_its_workdir_integrates_on_its_host(
+    dev_server: Client, store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of lanes whose workdir is not on this machine at the start: the host's worker
+    reads the target branch as it opens the first lane, and every spec lands there in
+    queue order, with no lane left behind."""
+    monkeypatch.setattr(runs, "WORKER_WAIT_SECONDS", SETTLE_TIMEOUT)
+    host = a_host("far")
+    workdir = tmp_path / "on-the-host"
+    specs = make_specs(store, "one", "two", "three")
+    commit = 'printf x > "done-$CANOPY_SPEC_ID.txt" && git add -A'
+    commit += ' && git commit -q -m "$CANOPY_SPEC_NAME"'
+    node = {"name": "work", "command": commit}
+    graph = make_graph(store, workdir, [node], host=host, lanes=2)
+    looked = watch_worker_checks(monkeypatch)
+    start = asyncio.create_task(runs.graph_run(store, graph, queue=make_queue(store, specs)))
+    await asyncio.wait_for(looked.wait(), SETTLE_TIMEOUT)
+    git_repo(tmp_path / "staging").rename(workdir)
+    async with canopy_worker(host):
+        started = await start
+        assert started["host"] == host
+        settled = await runs.wait_until_settled(store, graph, SETTLE_TIMEOUT)
+        assert settled["status"] == "completed", settled
+    subjects = git(workdir, "log", "--reverse", "--format=%s", "main").splitlines()
+    assert subjects[1:] == ["one", "two", "three"]
+    assert git(workdir, "worktree", "list", "--porcelain").count("worktree ") == 1

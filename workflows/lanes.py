@@ -340,6 +340,8 @@ class LaneDrain:
             workflow.logger.warning("lane for %s not opened: %s", spec.spec_id, error.cause)
             return SpecEnd("failed", node)
         self._flights[seq].lane = opened
+        if not self._start.target:  # the host read it: the lanes after this one use it too
+            self._start = self._start.model_copy(update={"target": opened.target})
         host._progress.lane(spec, "running", opened.tree, opened.branch)
         return await self._walk_in(spec, opened, first, node, harness_session)
 

@@ -184,7 +184,7 @@ def _check_start(
     if run_host == temporal_client.this_host():
         start_checks.refuse_missing_platforms(name, platforms)
     tree_checked = start_checks.checks_tree_here(run_host, run_workdir)
-    target = start_checks.lanes_target(name, run_lanes, run_workdir, tree_checked)
+    target = start_checks.lanes_target(run_lanes, run_workdir, tree_checked)
     if tree_checked:
         require_work_tree(run_workdir)
         if not allow_dirty_start:

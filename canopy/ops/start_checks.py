@@ -13,16 +13,12 @@ from canopy.temporal import client as temporal_client
 from canopy.workdir import require_work_tree
 
 
-def lanes_target(graph: str, lanes: int, workdir: str, tree_checked: bool) -> str | None:
+def lanes_target(lanes: int, workdir: str, tree_checked: bool) -> str | None:
     """For a run of more than one lane, the branch it integrates into: the one checked
-    out in the workdir, which must be on this machine (refused otherwise)."""
-    if lanes == 1:
+    out in the workdir. ``None`` for a run of one lane, and for a workdir that is only on
+    the run's host: its worker reads the branch there as it opens the first lane."""
+    if lanes == 1 or not tree_checked:
         return None
-    if not tree_checked:
-        raise Refused(
-            f"graph {graph}: a run of {lanes} lanes needs its workdir {workdir} on this "
-            "machine; start it on the host that holds it, or with --lanes 1"
-        )
     from canopy.lanes import target_branch
 
     require_work_tree(workdir)
