@@ -41,7 +41,7 @@ from canopy.timefmt import utcnow
 
 if TYPE_CHECKING:
     from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionResponse
-    from temporalio.client import Client, WorkflowHandle
+    from temporalio.client import Client, WorkflowExecutionDescription, WorkflowHandle
 
     from canopy.contracts.graph_run import RunStatus
     from canopy.ops.control_checks import Control, GraphState, Steering
@@ -180,13 +180,9 @@ async def _served(client: Client, handle: WorkflowHandle[Any, Any]) -> bool:
         description = await handle.describe()
         if description.status != WorkflowExecutionStatus.RUNNING:
             return False  # the signal says how it is gone
-        raw = description.raw_description
-        task = raw.pending_workflow_task
-        if raw.HasField("pending_workflow_task") and (
-            task.attempt >= 2 or _workflow_task_stuck(raw)
-        ):
+        if _task_failing(description.raw_description):
             return False
-        return await recently_polled(client, description.task_queue)
+        return not await _unserved(client, description)
     except RPCError:
         return False
 
@@ -294,23 +290,30 @@ async def _late_note(client: Client, handle: WorkflowHandle[Any, Any], late: str
 
 
 async def _unserved_task_queue(client: Client, handle: WorkflowHandle[Any, Any]) -> str | None:
-    """The workflow's task queue when no worker serves it, else ``None``.
-
-    Two signs, because the second alone is slow: a workflow task (the signal schedules one)
-    that no worker has finished, and no worker seen polling the queue lately — the server
-    keeps listing a stopped worker's poller for minutes, so only fresh sightings count.
-    """
+    """The workflow's task queue when no worker serves it (:func:`_unserved`), else
+    ``None``."""
     from temporalio.service import RPCError
 
     try:
         description = await handle.describe()
-        if _workflow_task_stuck(description.raw_description):
-            return description.task_queue
-        if not await recently_polled(client, description.task_queue):
-            return description.task_queue
+        return description.task_queue if await _unserved(client, description) else None
     except RPCError:
         return None
-    return None
+
+
+async def _unserved(client: Client, description: WorkflowExecutionDescription) -> bool:
+    """Whether no worker serves the workflow now. Two signs, because the second alone is
+    slow: a workflow task (a signal or an update schedules one) that no worker has
+    finished, and no worker seen polling the queue lately — the server keeps listing a
+    stopped worker's poller for minutes, so only fresh sightings count."""
+    if _workflow_task_stuck(description.raw_description):
+        return True
+    return not await recently_polled(client, description.task_queue)
+
+
+def _task_failing(raw: DescribeWorkflowExecutionResponse) -> bool:
+    """Whether the workflow's task has failed at least once and is being retried."""
+    return raw.HasField("pending_workflow_task") and raw.pending_workflow_task.attempt >= 2
 
 
 async def _failing_task(client: Client, handle: WorkflowHandle[Any, Any]) -> str | None:
@@ -324,7 +327,7 @@ async def _failing_task(client: Client, handle: WorkflowHandle[Any, Any]) -> str
 
     try:
         raw = (await handle.describe()).raw_description
-        if not raw.HasField("pending_workflow_task") or raw.pending_workflow_task.attempt < 2:
+        if not _task_failing(raw):
             return None
         response = await client.workflow_service.get_workflow_execution_history_reverse(
             GetWorkflowExecutionHistoryReverseRequest(
