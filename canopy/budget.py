@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from canopy.usagefmt import cost_text
+
 Scope = Literal["run", "spec"]
 Unit = Literal["usd", "tokens"]
 SCOPES: tuple[Scope, ...] = ("run", "spec")
@@ -129,9 +131,10 @@ def remaining_usd(state: BudgetState | None) -> float | None:
 
 
 def amount_text(amount: float, unit: Unit) -> str:
-    """``$5.12`` or ``1,200,000 tokens``."""
+    """``$5.12`` (:func:`~canopy.usagefmt.cost_text`; nothing spent is ``$0.00``) or
+    ``1,200,000 tokens``."""
     if unit == "usd":
-        return f"${amount:.2f}" if amount >= 1 or amount == 0 else f"${amount:.4f}"
+        return cost_text(amount) if amount else "$0.00"
     return f"{int(amount):,} tokens"
 
 
